@@ -1,0 +1,87 @@
+"""Host arrays: turning numpy, ml_dtypes, torch and jax arrays into numpy without importing torch/jax.
+
+numstd never imports torch or jax to *recognise* their arrays: it looks at the type's module name,
+so ``import numstd`` stays light and an array from a library that is not installed can never
+reach this code anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .errors import DtypeError
+
+__all__ = ["to_numpy", "is_torch", "is_jax"]
+
+# torch dtypes numpy cannot hold natively, mapped to the unsigned view + ml_dtypes dtype.
+_TORCH_VIEW = {
+    "torch.bfloat16": ("int16", ml_dtypes.bfloat16),
+    "torch.float8_e4m3fn": ("uint8", ml_dtypes.float8_e4m3fn),
+    "torch.float8_e5m2": ("uint8", ml_dtypes.float8_e5m2),
+    "torch.float8_e4m3fnuz": ("uint8", ml_dtypes.float8_e4m3fnuz),
+    "torch.float8_e5m2fnuz": ("uint8", ml_dtypes.float8_e5m2fnuz),
+}
+
+
+def is_torch(x: Any) -> bool:
+    """True for a ``torch.Tensor`` (checked by module name; torch is not imported)."""
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def is_jax(x: Any) -> bool:
+    """True for a jax array (checked by module name; jax is not imported)."""
+    mod = type(x).__module__
+    return mod.startswith("jax") or mod.startswith("jaxlib")
+
+
+def to_numpy(x: Any, *, name: str = "array") -> np.ndarray:
+    """Return ``x`` as a host numpy array, keeping its floating-point format.
+
+    Parameters
+    ----------
+    x : numpy array, ml_dtypes array, torch.Tensor, jax.Array, Python scalar or nested list.
+    name : str
+        What the array is called in error messages (``"actual"``, ``"inputs[1]"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        A view or copy on the host; bfloat16/float8 tensors come back with the ml_dtypes dtype of
+        the same bits.
+
+    Raises
+    ------
+    DtypeError
+        For objects that are not arrays of numbers (strings, object arrays, complex numbers).
+    """
+    if is_torch(x):
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        key = str(t.dtype)
+        if key in _TORCH_VIEW:
+            import torch  # torch is loaded already: x is a torch tensor
+
+            int_name, np_dtype = _TORCH_VIEW[key]
+            arr = t.contiguous().view(getattr(torch, int_name)).numpy().view(np_dtype)
+        else:
+            arr = t.resolve_conj().resolve_neg().numpy() if t.dtype.is_complex else t.numpy()
+    elif is_jax(x):
+        arr = np.asarray(x)
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:  # ragged lists and the like
+            raise DtypeError(
+                f"{name}: cannot turn a {type(x).__name__} into an array ({exc}); "
+                "pass a numpy, torch or jax array"
+            ) from None
+    if arr.dtype == object or arr.dtype.kind in "USVMmc":
+        raise DtypeError(
+            f"{name}: dtype {arr.dtype} is not a real floating-point or integer array; "
+            "pass real numbers (float64/32/16, bfloat16, float8)"
+        )
+    return arr

@@ -1,0 +1,134 @@
+"""Chunk plans: slicing an op's output (and the inputs that produce it) into bounded pieces.
+
+``check`` judges large outputs chunk by chunk so that the float64 reference and its temporaries
+stay small.  A plan splits one output axis ``j`` into ranges and iterates every index of the axes
+before it, **in C order**, so the chunks concatenate to the output's flat order whatever the chunk
+size — the accumulators in :mod:`numstd.distribution` rely on this.  An axis can be split only if
+every output element along it depends on a matching slice of the inputs (not on a reduction over
+it); ops without such an axis are judged in one chunk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["Chunk", "plan", "DEFAULT_CHUNK"]
+
+DEFAULT_CHUNK = 1 << 18  # output elements per chunk
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece: the output index and the inputs to compute it from."""
+
+    out_index: tuple
+    inputs: list
+    prefix: tuple
+    axis: int
+    start: int
+
+
+def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:
+    """Number of leading output axes that may be split (axes ``0 .. n-1``)."""
+    if out_ndim == 0:
+        return 0
+    if op_kind in ("elementwise", "exact"):
+        return out_ndim
+    if op in ("softmax", "log_softmax", "cumsum"):
+        return params["axis"]
+    if op in ("layer_norm", "rms_norm"):
+        return out_ndim - 1
+    if op == "linear":
+        return out_ndim - 1
+    if op == "matmul":
+        a, b = inputs
+        if a.ndim < 2:
+            return 0
+        return out_ndim - 1 if b.ndim >= 2 else out_ndim
+    if op == "attention":
+        return out_ndim - 2 if params.get("causal") else out_ndim - 1
+    if op == "cross_entropy" and params.get("reduction") == "none":
+        return out_ndim
+    return 0
+
+
+def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, n_split: int) -> tuple | None:
+    """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
+    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear"):
+        if pos == 0 or (op == "cross_entropy" and pos == 1):
+            return idx
+        return None
+    if op == "linear":
+        return idx if pos == 0 else None
+    if op in ("matmul", "attention"):
+        # batch axes broadcast-align to the right of the output's batch axes
+        core_out = 2
+        nb_out = out_ndim - core_out
+        if op == "matmul" and arr.ndim == 1:
+            return None
+        nb_in = arr.ndim - 2
+        out_idx = []
+        for k in range(len(idx)):
+            if k < nb_out:
+                a = k - (nb_out - nb_in)
+                if a < 0:
+                    continue
+                sel = idx[k]
+                if arr.shape[a] == 1:
+                    sel = 0 if isinstance(sel, int) else slice(None)
+                out_idx.append((a, sel))
+            elif k == nb_out:  # the M / L axis: only the left operand (A, q) has it
+                if pos == 0:
+                    out_idx.append((arr.ndim - 2, idx[k]))
+        full: list = [slice(None)] * arr.ndim
+        for a, sel in out_idx:
+            full[a] = sel
+        # integer indices drop axes; keep order
+        return tuple(full)
+    return idx if pos == 0 else None
+
+
+def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_shape: tuple,
+         chunk: int = DEFAULT_CHUNK) -> Iterator[Chunk]:
+    """Yield chunks of the output in C order.
+
+    Parameters
+    ----------
+    op_kind, op : str
+        From the op catalog.
+    inputs : list of arrays (validated)
+    params : dict (validated, defaults filled)
+    out_shape : tuple
+    chunk : int
+        Target number of output elements per chunk (≥ 1).
+    """
+    chunk = max(1, int(chunk))
+    n_split = _splittable_axes(op_kind, op, inputs, params, len(out_shape))
+    size = math.prod(out_shape)
+    if n_split == 0 or size <= chunk or size == 0:
+        yield Chunk(tuple(slice(None) for _ in out_shape), list(inputs), (), -1, 0)
+        return
+    # the first splittable axis j whose trailing block fits in a chunk
+    j = n_split - 1
+    for k in range(n_split):
+        if math.prod(out_shape[k + 1:]) <= chunk:
+            j = k
+            break
+    step = max(1, chunk // max(1, math.prod(out_shape[j + 1:])))
+    for prefix in itertools.product(*(range(n) for n in out_shape[:j])):
+        for start in range(0, out_shape[j], step):
+            sl = slice(start, min(start + step, out_shape[j]))
+            idx = tuple(prefix) + (sl,)
+            ins = []
+            for pos, arr in enumerate(inputs):
+                if arr is None:
+                    ins.append(None)
+                    continue
+                sel = _input_index(op, arr, pos, len(out_shape), idx, n_split)
+                ins.append(arr if sel is None else arr[sel])
+            yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start)

@@ -1,0 +1,204 @@
+"""Pass criteria: per-element judging of one chunk and the final criterion results.
+
+The criteria of a standard (DESIGN.md "Criteria"):
+
+``shape`` / ``dtype``
+    the output has the op's shape and the standard's output format.
+``specials``
+    non-finite outputs exactly where the correctly rounded reference is non-finite (same class:
+    NaN, +inf, −inf); a NaN where the reference is finite fails with its own count.  Signed zeros
+    are compared only when the standard sets ``signed_zero``.
+``bound``
+    ``|a_i − r_i| ≤ B_i`` (the error model, :mod:`numstd.models`) for all but
+    ``bound_max_fraction`` of the finite elements.
+``bias``
+    the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
+    ``|m| ≤ τ + z·max(s, ρ/√3)/√n`` with ``s`` the sample standard deviation and ``ρ/√3`` the
+    standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
+    rejected for noise).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
+    gives ``|m|`` of several ULPs; both fail on a few hundred elements while RNE and stochastic
+    rounding (mean 0) pass.
+``ulp_max`` / ``ulp_quantiles``
+    optional ULP budgets for elementwise functions.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .distribution import DistributionAccumulator, UlpDistribution
+from .verdict import CriterionResult, Offender
+
+__all__ = ["Judge", "JudgeResult"]
+
+WORST_K = 10
+
+
+@dataclass
+class JudgeResult:
+    """Totals over all chunks, ready for the criteria."""
+
+    ulp: UlpDistribution
+    n_elements: int
+    n_nonfinite: int
+    n_compared: int
+    violations: int
+    normalized_max: float
+    special_mismatch: int
+    nan_where_finite: int
+    signed_zero_mismatch: int
+    worst: list = field(default_factory=list)
+
+
+class Judge:
+    """Per-element judging, chunk by chunk (chunks must arrive in C order of the output).
+
+    Parameters
+    ----------
+    out_fmt : numstd.formats.Format
+        The standard's output format (ULPs and overflow are in it).
+    out_shape : tuple
+    signed_zero : bool
+    """
+
+    def __init__(self, out_fmt: Any, out_shape: tuple, signed_zero: bool = False) -> None:
+        self.fmt = out_fmt
+        self.shape = out_shape
+        self.signed_zero = signed_zero
+        self.dist = DistributionAccumulator()
+        self.n = 0
+        self.nonfinite = 0
+        self.compared = 0
+        self.violations = 0
+        self.norm_max = 0.0
+        self.special = 0
+        self.nan_finite = 0
+        self.sz = 0
+        self._worst: list = []  # heap of (normalized, -flat_index, payload)
+
+    def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple) -> None:
+        """Judge one chunk: ``actual`` (float64 values of the output), ``ref`` (float64 exact values),
+        ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk)."""
+        from .formats import round_to
+        from .ulp import ulp_error
+
+        a = np.asarray(actual, dtype=np.float64).reshape(-1)
+        r = np.broadcast_to(np.asarray(ref, dtype=np.float64), np.shape(actual)).reshape(-1)
+        b = np.broadcast_to(np.asarray(bound, dtype=np.float64), np.shape(actual)).reshape(-1)
+        self.n += a.size
+        if a.size == 0:
+            return
+        # what the correctly rounded reference is: only huge or non-finite r can be non-finite
+        exp_val = r
+        big = ~(np.abs(r) < self.fmt.max_finite)
+        if big.any():
+            exp_val = r.copy()
+            exp_val[big] = np.asarray(round_to(r[big], self.fmt), dtype=np.float64)
+        a_fin = np.isfinite(a)
+        e_fin = np.isfinite(exp_val)
+        both = a_fin & e_fin
+        if not both.all():
+            nb = ~both
+            self.nonfinite += int(nb.sum())
+            av, ev = a[nb], exp_val[nb]
+            same = (np.isnan(av) & np.isnan(ev)) | (av == ev)
+            self.special += int((~same).sum())
+            self.nan_finite += int((np.isnan(av) & np.isfinite(ev)).sum())
+        if self.signed_zero:
+            z = (a == 0) & (r == 0)
+            self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
+        idx = np.flatnonzero(both) if not both.all() else None
+        if idx is not None:
+            a, r, b = a[idx], r[idx], b[idx]
+        if a.size == 0:
+            return
+        self.compared += a.size
+        err = np.abs(a - r)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            norm = np.where(err == 0, 0.0, err / b)
+        norm = np.where(np.isnan(norm), np.inf, norm)
+        self.violations += int((norm > 1.0).sum())
+        self.norm_max = max(self.norm_max, float(norm.max()))
+        e_ulp = ulp_error(a, r, self.fmt)
+        self.dist.add(e_ulp, r)
+        self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
+
+    def _keep_worst(self, norm, a, r, e_ulp, b, idx, chunk_index, chunk_shape) -> None:
+        k = min(WORST_K, norm.size)
+        top = np.argpartition(-norm, k - 1)[:k] if norm.size > k else np.arange(norm.size)
+        local = top if idx is None else idx[top]
+        multi = np.unravel_index(local, chunk_shape) if chunk_shape else ()
+        offs = [sl.start or 0 if isinstance(sl, slice) else sl for sl in chunk_index]
+        for t, pos in enumerate(top):
+            full: list[int] = []
+            mi = 0
+            for sl, off in zip(chunk_index, offs):
+                if isinstance(sl, slice):
+                    full.append(int(multi[mi][t]) + int(off))
+                    mi += 1
+                else:
+                    full.append(int(sl))
+            flat = int(np.ravel_multi_index(full, self.shape)) if self.shape else 0
+            item = (float(norm[pos]), -flat, tuple(full), float(a[pos]), float(r[pos]), float(e_ulp[pos]), float(b[pos]))
+            if len(self._worst) < WORST_K:
+                heapq.heappush(self._worst, item)
+            elif item[:2] > self._worst[0][:2]:
+                heapq.heapreplace(self._worst, item)
+
+    def result(self) -> JudgeResult:
+        worst = sorted(self._worst, key=lambda t: (-t[0], -t[1]))
+        return JudgeResult(
+            ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite,
+            n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
+            special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
+            worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
+                   for w in worst],
+        )
+
+
+def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[CriterionResult]:
+    """The criterion results of standard ``std`` for the totals ``res``."""
+    c = std.criteria
+    out: list[CriterionResult] = []
+    dtype_ok = actual_format == std.output.name
+    out.append(CriterionResult("dtype", dtype_ok, 0.0 if dtype_ok else 1.0, 0.0,
+                               f"output format {actual_format} " + ("matches" if dtype_ok else f"is not the standard's {std.output.name}")))
+    bad = res.special_mismatch + res.signed_zero_mismatch
+    msg = (f"{res.special_mismatch} non-finite mismatch(es) ({res.nan_where_finite} NaN where the reference is finite)"
+           if res.special_mismatch else "non-finite values where the reference has them")
+    if c.signed_zero:
+        msg += f"; {res.signed_zero_mismatch} signed-zero mismatch(es)"
+    out.append(CriterionResult("specials", bad == 0, float(bad), 0.0, msg))
+    allowed = math.floor(c.bound_max_fraction * res.n_compared)
+    out.append(CriterionResult(
+        "bound", res.violations <= allowed, float(res.violations), float(allowed),
+        f"{res.violations:,} of {res.n_compared:,} elements exceed the error bound (allowed {allowed:,}); "
+        f"max |error|/bound = {res.normalized_max:.3g}"))
+    u = res.ulp
+    if u.signed_count:
+        sd = max(u.std_signed, std.model.rho / math.sqrt(3.0))
+        limit = c.bias_tau + c.bias_z * sd / math.sqrt(u.signed_count)
+        ok = abs(u.mean_signed) <= limit
+        out.append(CriterionResult(
+            "bias", ok, u.mean_signed, limit,
+            f"mean signed error {u.mean_signed:+.3f} ulp over {u.signed_count:,} elements (allowed ±{limit:.3f})"))
+    else:
+        out.append(CriterionResult("bias", True, 0.0, math.inf, "no nonzero finite reference values to test bias on"))
+    if c.ulp_max is not None:
+        out.append(CriterionResult("ulp_max", u.max <= c.ulp_max, u.max, c.ulp_max,
+                                   f"max |ULP error| {u.max:.3g} (allowed {c.ulp_max:g})"))
+    for q, limit in sorted(c.ulp_quantiles.items()):
+        from .distribution import QUANTILES
+
+        if q in u.quantiles:
+            v = u.quantiles[q]
+        else:
+            v = u.max if q >= 1 else math.nan
+        ok = not (v > limit)
+        out.append(CriterionResult(f"ulp_q{q:g}", ok, v, limit, f"{q:g}-quantile of |ULP error| ≤ {v:.3g} (allowed {limit:g})"))
+    return out

@@ -1,0 +1,167 @@
+"""Error models: per-element absolute bounds ``B_i`` from an op's error analysis.
+
+A standard's model has three parts (see ``docs/methodology.md`` for the derivations):
+
+``error``
+    a formula (:mod:`numstd.models.formula`) for ``E_i``, the bound on the error of the value
+    *before* the final rounding to the output format: accumulation (``u_acc * sqrt(K) * absdot``,
+    Higham & Mary 2019 probabilistic form, or ``K * u_acc * absdot``, Higham 2002 eq. 3.5 worst
+    case), input rounding the standard allows (TF32: ``2 * u_in * absdot``), conditioning
+    (softmax ``dev``, layer norm ``(absx + abs(mean)) / sigma``), and for elementwise functions the
+    input-conditioning floor ``u_comp * cond`` with ``cond = |x f'(x)|``.
+``rho``
+    the final rounding, in ULPs of the output format at ``|r_i| + E_i``: 0.5 for round-to-nearest,
+    1 for stochastic rounding or a double rounding, the library ULP budget for elementwise functions.
+``ftz``
+    whether subnormal outputs may be flushed: adds the smallest normal of the output format.
+
+The bound is
+
+.. math:: B_i = E_i + \\rho \\cdot \\mathrm{ulp}_{out}(|r_i| + E_i) + [\\mathrm{ftz}]\\, 2^{e_{min}} + R_i
+
+where ``R_i`` is the reference's own error bound.  ``ulp`` is monotone in the magnitude, so
+``rho * ulp(|r_i| + E_i)`` covers a rounding of any value within ``E_i`` of ``r_i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import SchemaError
+from .formula import Formula
+
+__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "Formula"]
+
+#: terms every model may use: magnitudes of the reference and unit roundoffs of the formats.
+COMMON_TERMS = ("absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out")
+
+#: op-specific terms, read from :attr:`numstd.reference.Reference.aux` under the same names.
+OP_TERMS: Mapping[str, tuple[str, ...]] = {
+    "matmul": ("absdot", "K"),
+    "linear": ("absdot", "K"),
+    "sum": ("abssum", "K"),
+    "mean": ("abssum", "K"),
+    "cumsum": ("abssum", "K"),
+    "softmax": ("dev", "devmean", "K"),
+    "log_softmax": ("dev", "devmean", "lse", "K"),
+    "layer_norm": ("mean", "sigma", "xhat", "absw", "absb", "absx", "K"),
+    "rms_norm": ("rms", "xhat", "absw", "K"),
+    "attention": ("absout", "scoremag", "K", "E"),
+    "cross_entropy": ("lse", "K"),
+    **{name: ("x", "cond") for name in (
+        "exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")},
+}
+
+
+def terms_for(op: str) -> frozenset:
+    """Names a formula for ``op`` may use (constants come on top)."""
+    return frozenset(COMMON_TERMS) | frozenset(OP_TERMS.get(op, ()))
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """A standard's error model (see the module docstring for the bound).
+
+    Parameters
+    ----------
+    op : str
+    error : Formula
+        ``E_i``, the error before the final rounding.
+    rho : float
+        Final-rounding allowance in ULPs of the output format.
+    ftz : bool
+        Subnormal outputs may be flushed to zero.
+    constants : mapping of str to float
+        The calibrated constants the formula names.
+    """
+
+    op: str
+    error: Formula
+    rho: float
+    ftz: bool
+    constants: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_table(cls, op: str, table: Mapping[str, Any], where: str) -> "ErrorModel":
+        """Build from the ``[model]`` table of a standard file, validating every field."""
+        known = {"error", "rho", "ftz", "constants", "kind"}
+        unknown = set(table) - known
+        if unknown:
+            raise SchemaError(f"{where}: unknown key(s) {sorted(unknown)} in [model]; allowed: {sorted(known)}")
+        for key in ("error", "rho", "ftz"):
+            if key not in table:
+                raise SchemaError(f"{where}: [model] is missing {key!r}")
+        constants = dict(table.get("constants", {}))
+        for k, v in constants.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+                raise SchemaError(f"{where}: [model.constants] {k} must be a finite number ≥ 0, got {v!r}")
+        clash = set(constants) & terms_for(op)
+        if clash:
+            raise SchemaError(f"{where}: constant name(s) {sorted(clash)} shadow model terms; rename them")
+        formula = Formula.parse(table["error"], terms_for(op) | set(constants), f"{where} [model] error")
+        unused = set(constants) - formula.names
+        if unused:
+            raise SchemaError(f"{where}: constant(s) {sorted(unused)} are not used by the error formula")
+        rho = table["rho"]
+        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not (0 <= rho < 1e6):
+            raise SchemaError(f"{where}: [model] rho must be a number of ULPs ≥ 0, got {rho!r}")
+        if not isinstance(table["ftz"], bool):
+            raise SchemaError(f"{where}: [model] ftz must be true or false, got {table['ftz']!r}")
+        return cls(op=op, error=formula, rho=float(rho), ftz=table["ftz"],
+                   constants={k: float(v) for k, v in constants.items()})
+
+    def with_constants(self, **constants: float) -> "ErrorModel":
+        """The same model with some constants replaced (used by calibration)."""
+        merged = dict(self.constants)
+        merged.update({k: float(v) for k, v in constants.items()})
+        return ErrorModel(self.op, self.error, self.rho, self.ftz, merged)
+
+    def pre_rounding(self, env: Mapping[str, Any]) -> np.ndarray:
+        """``E_i``: the formula evaluated on the terms in ``env`` and the constants."""
+        scope = dict(env)
+        scope.update(self.constants)
+        missing = self.error.names - set(scope)
+        if missing:
+            raise SchemaError(f"model for {self.op}: terms {sorted(missing)} are not provided by the reference")
+        return np.asarray(self.error.evaluate(scope), dtype=np.float64)
+
+    def bound(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0) -> np.ndarray:
+        """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``."""
+        from ..ulp import ulp
+
+        e = self.pre_rounding(env)
+        b = e + self.rho * ulp(np.asarray(env["absref"]) + e, out_fmt)
+        if self.ftz:
+            b = b + out_fmt.smallest_normal
+        return b + ref_error
+
+
+def environment(reference: Any, formats: Mapping[str, Any]) -> dict:
+    """Terms for a model: the reference's aux arrays plus the common magnitudes and roundoffs.
+
+    Parameters
+    ----------
+    reference : numstd.reference.Reference
+    formats : mapping with keys ``output``, ``accumulate``, ``input`` (Format objects)
+    """
+    from ..ulp import ulp
+
+    out = formats["output"]
+    absref = np.abs(reference.values)
+    env = {k: np.asarray(v, dtype=np.float64) for k, v in reference.aux.items()}
+    env.update(
+        absref=absref,
+        ulp=ulp(reference.values, out),
+        u_out=out.u,
+        u_acc=formats["accumulate"].u,
+        u_in=formats["input"].u,
+        tiny_out=out.smallest_subnormal,
+        min_normal_out=out.smallest_normal,
+    )
+    return env
+
+
+__all__.append("environment")

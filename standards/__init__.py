@@ -1,0 +1,1 @@
+"""Standard files (data): ``<op>/<ID>@<N>.toml`` and LOCK. Shipped as numstd.standards."""
