@@ -75,7 +75,11 @@ class ErrorModel:
     ftz : bool
         Subnormal outputs may be flushed to zero.
     constants : mapping of str to float
-        The calibrated constants the formula names.
+        The constants the formula names.
+    calibrated : str
+        The constant ``python -m numstd calibrate`` fits ("" for analytic-only models).
+    margin : float
+        Fitted value = margin × the largest value the legitimate evidence needs.
     """
 
     op: str
@@ -83,11 +87,13 @@ class ErrorModel:
     rho: float
     ftz: bool
     constants: Mapping[str, float] = field(default_factory=dict)
+    calibrated: str = ""
+    margin: float = 2.0
 
     @classmethod
     def from_table(cls, op: str, table: Mapping[str, Any], where: str) -> "ErrorModel":
         """Build from the ``[model]`` table of a standard file, validating every field."""
-        known = {"error", "rho", "ftz", "constants", "kind"}
+        known = {"error", "rho", "ftz", "constants", "calibrated", "margin"}
         unknown = set(table) - known
         if unknown:
             raise SchemaError(f"{where}: unknown key(s) {sorted(unknown)} in [model]; allowed: {sorted(known)}")
@@ -110,14 +116,21 @@ class ErrorModel:
             raise SchemaError(f"{where}: [model] rho must be a number of ULPs ≥ 0, got {rho!r}")
         if not isinstance(table["ftz"], bool):
             raise SchemaError(f"{where}: [model] ftz must be true or false, got {table['ftz']!r}")
+        calibrated = table.get("calibrated", "")
+        if calibrated and calibrated not in constants:
+            raise SchemaError(f"{where}: [model] calibrated = {calibrated!r} is not one of the constants")
+        margin = table.get("margin", 2.0)
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin < 1:
+            raise SchemaError(f"{where}: [model] margin must be a number ≥ 1, got {margin!r}")
         return cls(op=op, error=formula, rho=float(rho), ftz=table["ftz"],
-                   constants={k: float(v) for k, v in constants.items()})
+                   constants={k: float(v) for k, v in constants.items()},
+                   calibrated=calibrated, margin=float(margin))
 
     def with_constants(self, **constants: float) -> "ErrorModel":
         """The same model with some constants replaced (used by calibration)."""
         merged = dict(self.constants)
         merged.update({k: float(v) for k, v in constants.items()})
-        return ErrorModel(self.op, self.error, self.rho, self.ftz, merged)
+        return ErrorModel(self.op, self.error, self.rho, self.ftz, merged, self.calibrated, self.margin)
 
     def pre_rounding(self, env: Mapping[str, Any]) -> np.ndarray:
         """``E_i``: the formula evaluated on the terms in ``env`` and the constants."""

@@ -1,0 +1,592 @@
+"""``python -m numstd calibrate``: earn a standard's constants from evidence, write a draft.
+
+For one standard (a template instance, or a shipped standard to recalibrate):
+
+1. regenerate its suite (:mod:`numstd.suites`: shapes with the reduction length across decades,
+   distributions, seeds) and compute each case's float64 reference once;
+2. run every legitimate variant (:mod:`numstd.corpus`: accumulation orders, Trainium PSUM and
+   tensor-core emulators, fp32-internal implementations; plus the requested backends) and every
+   bug variant on every case;
+3. for each legitimate (variant, case) the smallest value of the calibrated constant ``c`` that
+   covers every element: the models are affine in ``c`` (``E = E0 + c·E1``), so element i needs
+   ``c_i = (|a_i − r_i| − B_i(c=0)) / E1_i`` (using ``ulp`` at ``c = 0``, which over-estimates
+   ``c_i`` slightly — conservative); the case needs ``max_i c_i``;
+4. fitted ``c = max(floor, margin × max over the legitimate evidence)``, rounded up to two
+   significant digits; the bias threshold ``τ`` is widened the same way if a legitimate variant
+   needs it;
+5. judge every (variant, case) with the fitted standard: every legitimate one must pass and every
+   bug must fail on at least one case, otherwise calibration **refuses** (exit 1) and says which
+   variant and by how much;
+6. write ``DIR/<ID>@<N>.toml`` (status draft, provenance filled in), the evidence
+   ``DIR/<ID>@<N>.evidence.parquet`` (one row per variant × case) and, with matplotlib,
+   ``DIR/<ID>@<N>.png`` (normalized error against the reduction length per variant).
+
+The same command and seed give the same draft and evidence, byte for byte: everything is seeded,
+the date comes from ``--date`` or ``SOURCE_DATE_EPOCH`` (else today), and the recorded command line
+is rebuilt from the parsed arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import math
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ._version import __version__
+from .errors import NumstdError, ParameterError, StandardNotFound
+
+__all__ = ["calibrate", "CalibrationResult", "EvidenceRow", "configure", "run"]
+
+
+@dataclass
+class EvidenceRow:
+    """One (variant, case) of the evidence."""
+
+    variant: str
+    legit: bool
+    family: str
+    case: str
+    distribution: str
+    seed: int
+    K: int
+    needed: float            # smallest calibrated constant covering this case (legit; inf if impossible)
+    normalized_max: float    # max |err|/B under the fitted standard
+    bias_ratio: float        # |mean signed ulp| / allowed
+    ulp_max: float
+    ulp_mean: float
+    ulp_mean_signed: float
+    ulp_q99: float
+    ulp_q999: float
+    passed: bool
+    failed: str
+
+
+@dataclass
+class CalibrationResult:
+    """What :func:`calibrate` found; ``ok`` is False when it refuses to publish."""
+
+    standard_id: str
+    version: int
+    constant: str
+    fitted: float
+    bias_tau: float
+    evidence: list[EvidenceRow]
+    table: dict
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    draft_path: Path | None = None
+    evidence_path: Path | None = None
+    plot_path: Path | None = None
+
+    def summary(self) -> str:
+        """The end-of-run table: per legit variant the worst normalized error, per bug the strongest."""
+        by: dict[str, list[EvidenceRow]] = {}
+        for r in self.evidence:
+            by.setdefault(r.variant, []).append(r)
+        lines = [f"{self.standard_id}@{self.version}: {self.constant} = {self.fitted:g}, bias tau = {self.bias_tau:g}",
+                 f"  {'variant':<34} {'kind':<5} {'cases':>5} {'worst |e|/B':>12} {'needs':>9}  outcome"]
+        for name, rows in by.items():
+            legit = rows[0].legit
+            worst = max(r.normalized_max for r in rows)
+            if legit:
+                need = max(r.needed for r in rows)
+                out = "pass" if all(r.passed for r in rows) else "REJECTED"
+                lines.append(f"  {name:<34} {'legit':<5} {len(rows):>5} {worst:>12.3g} {need:>9.3g}  {out}"
+                             + (f" (headroom {1 / worst:.2f}×)" if worst > 0 else ""))
+            else:
+                caught = [r for r in rows if not r.passed]
+                strongest = max((max(r.normalized_max, r.bias_ratio) for r in rows), default=0.0)
+                out = f"caught on {len(caught)}/{len(rows)} cases ({', '.join(sorted({c for r in caught for c in r.failed.split(',') if c}))})" if caught else "NOT CAUGHT"
+                lines.append(f"  {name:<34} {'bug':<5} {len(rows):>5} {worst:>12.3g} {'':>9}  {out}; strongest {strongest:.3g}× the limit")
+        if self.problems:
+            lines.append("  refused: " + "; ".join(self.problems))
+        return "\n".join(lines)
+
+    @property
+    def legit_headroom(self) -> float:
+        worst = max((r.normalized_max for r in self.evidence if r.legit), default=0.0)
+        return math.inf if worst == 0 else 1.0 / worst
+
+    @property
+    def bug_margin(self) -> float:
+        """Smallest over bugs of the strongest violation (how far the mildest bug is outside)."""
+        by: dict[str, float] = {}
+        for r in self.evidence:
+            if not r.legit:
+                by[r.variant] = max(by.get(r.variant, 0.0), r.normalized_max, r.bias_ratio)
+        return min(by.values(), default=math.inf)
+
+
+def _ceil2(x: float) -> float:
+    """Round up to two significant digits (readable, deterministic constants)."""
+    if x <= 0 or not math.isfinite(x):
+        return x
+    e = math.floor(math.log10(x)) - 1
+    return math.ceil(x / 10.0 ** e - 1e-9) * 10.0 ** e
+
+
+def _k_of(op: str, shape: Sequence[int]) -> int:
+    if op in ("matmul", "linear"):
+        return int(shape[-2]) if op == "matmul" else int(shape[1])
+    if op == "attention":
+        return int(shape[2])
+    if op in ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt"):
+        return 1
+    return int(shape[-1])
+
+
+def _standard_from_table(table: dict, version: int, status: str = "draft") -> Any:
+    from .registry import load_standard
+    from .templates import to_toml
+
+    t = dict(table)
+    t["version"] = version
+    t["status"] = status
+    t.setdefault("provenance", {"method": "calibration in progress"})
+    return load_standard(to_toml(_ordered(t)).encode(), f"{t['id']}@{version}.toml")
+
+
+def _ordered(t: dict) -> dict:
+    from .templates import _ORDER
+
+    return {k: t[k] for k in _ORDER if k in t}
+
+
+def calibrate(op: str | None = None, inputs: str | None = None, output: str | None = None,
+              accumulate: str = "float32", *, standard: str | None = None, backends: Sequence[str] = ("numpy",),
+              quick: bool = False, seed: int = 0, out: str | os.PathLike | None = None,
+              extra_variants: Iterable[Any] = (), date: str | None = None, workers: int | None = None,
+              progress: Callable[[int, int], None] | None = None, command: str | None = None) -> CalibrationResult:
+    """Calibrate one standard; see the module docstring.
+
+    Parameters
+    ----------
+    op, inputs, output, accumulate : str
+        Select the template instance (``inputs`` is the first input's format; ``output`` defaults
+        to it).  Ignored when ``standard`` is given.
+    standard : str, optional
+        Recalibrate this standard (``ID`` or ``ID@N``): its model, criteria and suite are kept and
+        the result is the next version, superseding it.
+    backends : sequence of str
+        Backends whose outputs join the legitimate evidence when available (``numpy``, ``torch``,
+        ``jax``, ``torch:cuda``, ``nki`` …); unavailable ones are skipped and recorded.
+    quick : bool
+        One seed and the smallest and largest shape only.
+    seed : int
+        Offsets every suite seed (the same seed gives the same draft).
+    out : path, optional
+        Where to write the draft, evidence and plot (nothing is written when None).
+    extra_variants : iterable of corpus Variants
+        Added to the corpus for this run (tests use it to inject variants).
+    """
+    from .corpus import variants_for
+    from .registry import get_standard, list_standards
+    from .templates import find_template, instances
+
+    # --- what to calibrate
+    if standard is not None:
+        base = get_standard(standard)
+        tmpl = find_template(base.id)
+        table = _table_of(base)
+        version = max(s.version for s in list_standards(base.op) if s.id == base.id) + 1
+        table["supersedes"] = f"{base.id}@{max(s.version for s in list_standards(base.op) if s.id == base.id)}"
+    else:
+        if op is None or inputs is None:
+            raise ParameterError("calibrate needs --op and --inputs (or --standard ID to recalibrate)")
+        from .formats import get_format
+
+        fin, fout, facc = get_format(inputs).name, get_format(output or inputs).name, get_format(accumulate).name
+        matches = [t for t in instances() if t.table["op"] == op and t.table["formats"]["inputs"][0] == fin
+                   and t.table["formats"]["output"] == fout and t.table["formats"]["accumulate"] == facc]
+        if len(matches) > 1:
+            matches = [t for t in matches if "selector" not in t.table] or matches
+        if not matches:
+            have = sorted(t.id for t in instances() if t.table["op"] == op)
+            raise StandardNotFound(f"no template for {op} {fin}→{fout} (acc {facc}); templates for {op}: {have or 'none'}. "
+                                   "Add a [[standards]] entry to standards/_templates/")
+        tmpl = matches[0]
+        table = {k: v for k, v in tmpl.table.items()}
+        existing = [s for s in list_standards(op) if s.id == tmpl.id]
+        version = max((s.version for s in existing), default=0) + 1
+        if existing:
+            table["supersedes"] = f"{tmpl.id}@{version - 1}"
+    std0 = _standard_from_table(table, version)
+    constant = std0.model.calibrated
+
+    # --- the sweep
+    from .suites import cases_for
+
+    cases = cases_for(std0, quick=quick)
+    if quick and len(std0.suite.get("shapes", [])) > 1:
+        cases += cases_for(_with_suite(std0, shapes=std0.suite["shapes"][-1:]), quick=True)
+    if seed:
+        from .suites import make_case
+
+        cases = [make_case(c.op, c.shape, c.distribution, c.seed + seed, [f.name for f in std0.inputs], c.params) for c in cases]
+    out_fmt, acc_fmt = std0.output, std0.accumulate
+    in_fmts = list(std0.inputs)
+    variants = [v for v in list(variants_for(std0.op)) + list(extra_variants)
+                if v.op == std0.op and (v.applies is None or v.applies(out_fmt, in_fmts, dict(std0.suite.get("params", {}))))]
+    backend_info, backend_variants = _backend_variants(std0, backends)
+    variants += backend_variants
+    if not any(v.legit for v in variants):
+        raise NumstdError(f"no legitimate variant for {std0.op} {in_fmts[0].name}→{out_fmt.name}; add some to numstd.corpus")
+
+    jobs = [(v, c) for c in cases for v in variants]
+    prepared = {}
+    done = 0
+
+    def prep(case: Any) -> Any:
+        return _prepare(std0, case)
+
+    workers = workers or min(8, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for case, prep_ in zip(cases, pool.map(prep, cases)):
+            prepared[case.id] = prep_
+
+        def work(job: tuple) -> tuple:
+            v, c = job
+            p = prepared[c.id]
+            actual = np.asarray(v.fn([np.array(x) if x is not None else None for x in c.inputs], dict(p.params),
+                                     out_fmt, acc_fmt, 1000 * c.seed + 7), dtype=np.float64)
+            return v, c, actual
+
+        outputs = []
+        for res in pool.map(work, jobs):
+            outputs.append(res)
+            done += 1
+            if progress:
+                progress(done, len(jobs))
+
+    # --- fit
+    needed: dict[tuple, float] = {}
+    for v, c, actual in outputs:
+        if v.legit:
+            needed[(v.name, c.id)] = _needed(std0, prepared[c.id], actual, constant)
+    problems: list[str] = []
+    floor = tmpl.floor
+    if constant:
+        finite = [x for x in needed.values() if math.isfinite(x)]
+        worst_need = max(finite, default=0.0)
+        fitted = _ceil2(max(floor, std0.model.margin * worst_need))
+        for (vn, cid), x in needed.items():
+            if not math.isfinite(x):
+                problems.append(f"legitimate variant {vn} on {cid} cannot be covered by any {constant} "
+                                "(the model has no term for its error: fix the model or the variant)")
+        model_table = dict(table["model"])
+        consts = dict(model_table["constants"])
+        consts[constant] = fitted
+        model_table["constants"] = consts
+        table["model"] = model_table
+    else:
+        fitted = float("nan")
+    std1 = _standard_from_table(table, version)
+    # bias: widen tau if a legitimate variant needs it
+    tau = std1.criteria.bias_tau
+    judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual in outputs]
+    tau_need = 0.0
+    for v, c, actual, (res, crit) in judged:
+        if v.legit and res.ulp.signed_count:
+            sd = max(res.ulp.std_signed, std1.model.rho / math.sqrt(3))
+            tau_need = max(tau_need, abs(res.ulp.mean_signed) - std1.criteria.bias_z * sd / math.sqrt(res.ulp.signed_count))
+    if tau_need > tau:
+        tau = _ceil2(std1.model.margin * tau_need)
+        crit_t = dict(table["criteria"])
+        crit_t["bias_tau"] = tau
+        table["criteria"] = crit_t
+        std1 = _standard_from_table(table, version)
+        judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual, _ in judged]
+
+    rows: list[EvidenceRow] = []
+    for v, c, actual, (res, crit) in judged:
+        failed = [x.name for x in crit if not x.passed]
+        bias = next(x for x in crit if x.name == "bias")
+        q = res.ulp.quantiles
+        rows.append(EvidenceRow(
+            variant=v.name, legit=v.legit, family=v.family, case=c.id, distribution=c.distribution, seed=c.seed,
+            K=_k_of(std1.op, c.shape), needed=needed.get((v.name, c.id), float("nan")),
+            normalized_max=res.normalized_max,
+            bias_ratio=abs(bias.value) / bias.limit if bias.limit and math.isfinite(bias.limit) and bias.limit > 0 else 0.0,
+            ulp_max=res.ulp.max, ulp_mean=res.ulp.mean, ulp_mean_signed=res.ulp.mean_signed,
+            ulp_q99=q.get(0.99, 0.0), ulp_q999=q.get(0.999, 0.0), passed=not failed, failed=",".join(failed)))
+    for r in rows:
+        if r.legit and not r.passed:
+            problems.append(f"legitimate variant {r.variant} fails {r.failed} on {r.case}")
+    bug_names = sorted({r.variant for r in rows if not r.legit})
+    for b in bug_names:
+        br = [r for r in rows if r.variant == b]
+        if all(r.passed for r in br):
+            strongest = max(max(r.normalized_max, r.bias_ratio) for r in br)
+            problems.append(f"bug variant {b} is not separated: it passes every case (at most {strongest:.3g}× the "
+                            f"limit; the bound would have to shrink {1 / max(strongest, 1e-300):.3g}×)")
+    ok = not problems
+    table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau)
+    result = CalibrationResult(std1.id, version, constant, fitted, tau, rows, table, ok, problems)
+    if out is not None:
+        _write(result, Path(out))
+    return result
+
+
+def _with_suite(std: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    suite = dict(std.suite)
+    suite.update(changes)
+    return dataclasses.replace(std, suite=suite)
+
+
+def _table_of(std: Any) -> dict:
+    """The table of a loaded standard (for recalibration), from its file."""
+    from importlib import resources
+
+    from .registry import tomllib
+
+    root = resources.files("numstd.standards")
+    rel = std.path.split("standards/", 1)[1]
+    doc = tomllib.loads((root / rel).read_text(encoding="utf-8"))
+    for k in ("version", "status", "provenance", "supersedes"):
+        doc.pop(k, None)
+    return doc
+
+
+@dataclass
+class _Prepared:
+    ref: Any
+    env: dict
+    params: dict
+    shape: tuple
+
+
+def _prepare(std: Any, case: Any) -> _Prepared:
+    from .models import environment
+    from .ops import output_shape, validate
+    from .reference import reference
+
+    _, arrays, full = validate(std.op, list(case.inputs), dict(case.params))
+    ref = reference(std.op, arrays, **full)
+    env = environment(ref, {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]})
+    return _Prepared(ref, env, full, tuple(output_shape(std.op, arrays, full)))
+
+
+def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
+    """Smallest value of ``constant`` covering every finite element (module docstring, step 3)."""
+    from .ulp import ulp
+
+    if not constant:
+        return 0.0
+    r = p.ref.values
+    if actual.shape != r.shape:
+        return math.inf
+    m0 = std.model.with_constants(**{constant: 0.0})
+    m1 = std.model.with_constants(**{constant: 1.0})
+    e0 = np.broadcast_to(m0.pre_rounding(p.env), r.shape)
+    e1 = np.broadcast_to(m1.pre_rounding(p.env), r.shape) - e0
+    b0 = e0 + std.model.rho * ulp(np.abs(r) + e0, std.output) + (std.output.smallest_normal if std.model.ftz else 0.0) \
+        + p.ref.error_bound
+    fin = np.isfinite(actual) & np.isfinite(r)
+    if not fin.all() and (np.isfinite(actual) != np.isfinite(r)).any():
+        return math.inf
+    err = np.abs(actual - r)[fin]
+    excess = (err - np.broadcast_to(b0, r.shape)[fin])
+    slope = e1[fin]
+    over = excess > 0
+    if not over.any():
+        return 0.0
+    if (slope[over] <= 0).any():
+        return math.inf
+    return float((excess[over] / slope[over]).max())
+
+
+def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
+    from .criteria import Judge, evaluate
+
+    judge = Judge(std.output, p.shape, std.criteria.signed_zero)
+    if actual.shape != p.shape:
+        from .verdict import CriterionResult
+        from .distribution import UlpDistribution
+        from .criteria import JudgeResult
+
+        res = JudgeResult(UlpDistribution(), 0, 0, 0, 0, math.inf, 0, 0, 0)
+        return res, [CriterionResult("shape", False, 1, 0, "shape"), CriterionResult("bias", True, 0, math.inf, "")]
+    bound = std.model.bound(p.env, std.output, p.ref.error_bound)
+    judge.add(actual, p.ref.values, bound, tuple(slice(None) for _ in p.shape))
+    res = judge.result()
+    return res, evaluate(std, res, std.output.name)
+
+
+def _backend_variants(std: Any, names: Sequence[str]) -> tuple[list[dict], list[Any]]:
+    """Available backends as legitimate variants (their output must be in the standard's output format)."""
+    info: list[dict] = []
+    out: list[Any] = []
+    try:
+        from . import backends as B
+    except ImportError:
+        return [{"name": n, "available": False, "reason": "numstd.backends not installed"} for n in names], []
+    from .corpus import Variant
+
+    for name in names:
+        try:
+            be = B.get(name)
+        except NumstdError as exc:
+            info.append({"name": name, "available": False, "reason": str(exc)})
+            continue
+        ok, why = be.available()
+        info.append({"name": name, "available": bool(ok), "reason": why or "", "version": getattr(be, "version", lambda: "")()})
+        if not ok or std.op not in be.ops():
+            continue
+
+        def fn(inputs, params, out_fmt, acc_fmt, seed, _be=be):  # noqa: ANN001
+            from .formats import format_of
+
+            y = np.asarray(_be.run(std.op, inputs, **params))
+            if format_of(y) != out_fmt:
+                return np.full(y.shape, np.nan)  # not this standard's output format: excluded below
+            return y
+
+        out.append(Variant(op=std.op, name=f"backend:{name}", family="backend", legit=True,
+                           description=f"{name} backend's own implementation", fn=fn,
+                           applies=lambda o, i, p, _be=be: _be.output_format(std.op, i) == o if hasattr(_be, "output_format") else o == i[0]))
+    return info, out
+
+
+def _provenance(std: Any, command: str | None, backends: list, date: str | None, quick: bool, seed: int,
+                fitted: float, constant: str, tau: float) -> dict:
+    if date is None:
+        sde = os.environ.get("SOURCE_DATE_EPOCH")
+        date = (_dt.datetime.fromtimestamp(int(sde), _dt.timezone.utc) if sde else _dt.datetime.now(_dt.timezone.utc)).date().isoformat()
+    key = f"{std.id}@{std.version}"
+    return {
+        "method": (f"python -m numstd calibrate: {constant or 'no constant'} fitted as margin {std.model.margin:g} × the "
+                   f"largest value needed by the legitimate variants of numstd.corpus"
+                   + (" and the listed backends" if backends else "") + f" on the suite ({'quick' if quick else 'full'}, seed offset {seed}); "
+                   f"every bug variant verified to fail; bias tau {tau:g}"),
+        "command": command or f"python -m numstd calibrate --standard {std.id}" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else ""),
+        "date": date,
+        "numstd_version": __version__,
+        "backends": [f"{b['name']} {b.get('version', '')}".strip() + ("" if b["available"] else f" (unavailable: {b['reason']})") for b in backends],
+        "evidence": f"reference_data/evidence/{key}.evidence.parquet",
+    }
+
+
+def _write(result: CalibrationResult, out: Path) -> None:
+    from .templates import to_toml
+
+    out.mkdir(parents=True, exist_ok=True)
+    key = f"{result.standard_id}@{result.version}"
+    ev = out / f"{key}.evidence.parquet"
+    _write_evidence(result.evidence, ev)
+    table = dict(result.table)
+    table["version"] = result.version
+    table["status"] = "draft"
+    prov = dict(table["provenance"])
+    prov["evidence_sha256"] = hashlib.sha256(ev.read_bytes()).hexdigest()
+    table["provenance"] = prov
+    result.evidence_path = ev
+    if result.ok:
+        path = out / f"{key}.toml"
+        path.write_text(to_toml(_ordered(table)), encoding="utf-8")
+        result.draft_path = path
+    result.plot_path = _plot(result, out / f"{key}.png")
+
+
+def _write_evidence(rows: list[EvidenceRow], path: Path) -> None:
+    import dataclasses
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = [f.name for f in dataclasses.fields(EvidenceRow)]
+    data = {c: [getattr(r, c) for r in rows] for c in cols}
+    pq.write_table(pa.table(data), path, compression="zstd", use_dictionary=True, write_statistics=False)
+
+
+def _plot(result: CalibrationResult, path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    by: dict[str, list[EvidenceRow]] = {}
+    for r in result.evidence:
+        by.setdefault(r.variant, []).append(r)
+    for name, rows in by.items():
+        ks = [max(r.K, 1) for r in rows]
+        ys = [max(r.normalized_max, 1e-6) for r in rows]
+        ax.scatter(ks, ys, s=10, marker="o" if rows[0].legit else "x", label=name if len(by) <= 24 else None)
+    ax.axhline(1.0, color="k", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("reduction length K")
+    ax.set_ylabel("max |error| / bound")
+    ax.set_title(f"{result.standard_id}@{result.version}: legit (o) vs bugs (x)")
+    if len(by) <= 24:
+        ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    meta = {"Software": None, "Creation Time": None} if path.suffix == ".png" else None
+    fig.savefig(path, dpi=110, metadata=meta)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------------------- CLI
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", help="op name (with --inputs)")
+    p.add_argument("--inputs", help="input format, e.g. bfloat16")
+    p.add_argument("--output", help="output format (default: the input format)")
+    p.add_argument("--accumulate", default="float32", help="accumulation format (default float32)")
+    p.add_argument("--standard", help="recalibrate this standard (ID or ID@N) into its next version")
+    p.add_argument("--backends", nargs="*", default=["numpy"], help="backends whose outputs join the evidence")
+    p.add_argument("--quick", action="store_true", help="one seed, smallest and largest shapes")
+    p.add_argument("--seed", type=int, default=0, help="seed offset for the suite")
+    p.add_argument("--date", help="date recorded in provenance (default SOURCE_DATE_EPOCH or today)")
+    p.add_argument("--out", required=True, help="output directory for the draft, evidence and plot")
+
+
+def run(args: argparse.Namespace) -> int:
+    cmd = "python -m numstd calibrate " + " ".join(
+        f"--{k} {v}" for k, v in (("op", args.op), ("inputs", args.inputs), ("output", args.output),
+                                  ("standard", args.standard)) if v) \
+        + (f" --accumulate {args.accumulate}" if args.accumulate != "float32" else "") \
+        + (" --backends " + " ".join(args.backends) if args.backends != ["numpy"] else "") \
+        + (" --quick" if args.quick else "") + (f" --seed {args.seed}" if args.seed else "")
+    start = time.perf_counter()
+    res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard,
+                    backends=args.backends, quick=args.quick, seed=args.seed, out=args.out, date=args.date,
+                    progress=_progress_bar(), command=cmd.strip())
+    print(file=sys.stderr)
+    print(res.summary())
+    took = time.perf_counter() - start
+    if res.ok:
+        print(f"draft: {res.draft_path}\nevidence: {res.evidence_path}" + (f"\nplot: {res.plot_path}" if res.plot_path else ""))
+        print(f"legit headroom {res.legit_headroom:.2f}×, mildest bug {res.bug_margin:.3g}× its limit; {took:.1f} s")
+        print(f"review it, then: python -m numstd publish {res.draft_path}")
+        return 0
+    print(f"calibration refused to write a draft ({took:.1f} s); evidence: {res.evidence_path}", file=sys.stderr)
+    return 1
+
+
+def _progress_bar() -> Callable[[int, int], None]:
+    state = {"last": -1}
+
+    def show(done: int, total: int) -> None:
+        pct = int(100 * done / max(total, 1))
+        if pct == state["last"] or (pct % 5 and done != total):
+            return
+        state["last"] = pct
+        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
+        print(f"\r[{bar}] {done}/{total} variant×case runs", end="", file=sys.stderr, flush=True)
+
+    return show

@@ -1,0 +1,68 @@
+"""Bound formulas and error models: parsing is safe and strict, evaluation matches hand computation."""
+
+import math
+
+import numpy as np
+import pytest
+
+from numstd.errors import SchemaError
+from numstd.formats import get_format
+from numstd.models import ErrorModel, terms_for
+from numstd.models.formula import Formula
+
+
+def test_formula_evaluates_like_the_hand_formula():
+    f = Formula.parse("lam * u_acc * sqrt(K) * absdot + max(absref, 2) ** 2 / 4 - -1", {"lam", "u_acc", "K", "absdot", "absref"}, "t")
+    env = {"lam": 2.0, "u_acc": 2.0**-24, "K": np.array([4.0, 16.0]), "absdot": np.array([3.0, 5.0]), "absref": np.array([1.0, 3.0])}
+    want = 2.0 * 2.0**-24 * np.sqrt([4.0, 16.0]) * [3.0, 5.0] + np.maximum([1.0, 3.0], 2) ** 2 / 4 + 1
+    np.testing.assert_array_equal(f.evaluate(env), want)
+    assert f.names == {"lam", "u_acc", "K", "absdot", "absref"}
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("__import__('os').system('x')", "unknown function"),
+    ("lam.real", "Attribute"),
+    ("lam if K else absdot", "IfExp"),
+    ("lam * nope", "unknown name 'nope'"),
+    ("sqrt(K, K)", "takes 1"),
+    ("lam +", "not valid"),
+    ("'a' * 3", "only numbers"),
+    ("lam[0]", "Subscript"),
+    ("lam % 2", "Mod"),
+    ("", "non-empty"),
+])
+def test_formula_rejects_anything_outside_the_grammar(text, fragment):
+    with pytest.raises(SchemaError) as ei:
+        Formula.parse(text, {"lam", "K", "absdot"}, "standards/x.toml [model] error")
+    assert fragment in str(ei.value)
+    assert "standards/x.toml" in str(ei.value)
+
+
+def test_error_model_bound_is_error_plus_rho_ulps_at_the_perturbed_magnitude():
+    m = ErrorModel.from_table("matmul", {"error": "lam * u_acc * sqrt(K) * absdot", "rho": 0.5, "ftz": False,
+                                         "constants": {"lam": 1.0}}, "t")
+    bf16 = get_format("bfloat16")
+    env = {"absref": np.array([1.0, 0.0]), "absdot": np.array([4.0, 1.0]), "K": np.array(16.0), "u_acc": 2.0**-24}
+    e = 2.0**-24 * 4 * np.array([4.0, 1.0])
+    b = m.bound(env, bf16)
+    # ulp of bf16 at 1 + e is 2^-7; at e (tiny, subnormal range of bf16? no: 2^-22 is normal) 2^(-22-7)
+    assert b[0] == e[0] + 0.5 * 2.0**-7
+    assert b[1] == e[1] + 0.5 * 2.0 ** (math.floor(math.log2(e[1])) - 7)
+
+
+def test_error_model_schema_errors_name_the_field():
+    good = {"error": "lam * absdot", "rho": 0.5, "ftz": True, "constants": {"lam": 1.0}}
+    for change, frag in [({"rho": -1}, "rho"), ({"ftz": "yes"}, "ftz"), ({"constants": {"lam": float("nan")}}, "lam"),
+                         ({"constants": {"lam": 1.0, "zzz": 2.0}}, "not used"), ({"extra": 1}, "unknown key"),
+                         ({"constants": {"K": 1.0}, "error": "K * absdot"}, "shadow"), ({"calibrated": "q"}, "calibrated")]:
+        t = dict(good)
+        t.update(change)
+        with pytest.raises(SchemaError, match=frag):
+            ErrorModel.from_table("matmul", t, "f.toml")
+
+
+def test_every_op_has_terms():
+    from numstd.ops import OPS
+
+    for op in OPS:
+        assert "absref" in terms_for(op)
