@@ -29,7 +29,7 @@ from .errors import (
     UnknownOpError,
 )
 from .formats import FORMATS, Format, get_format, round_to
-from .ulp import ulp, ulp_distance, ulp_error
+from .ulp import ulp_distance, ulp_error
 from .verdict import Verdict
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "list_standards",
     "survey",
     "grade",
-    "ulp",
     "ulp_error",
     "ulp_distance",
     "round_to",

@@ -26,6 +26,10 @@ _TORCH_VIEW = {
 }
 
 
+# ml_dtypes floats have dtype kind "V"; these are the ones numstd knows
+_ML_FLOATS = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"})
+
+
 def is_torch(x: Any) -> bool:
     """True for a ``torch.Tensor`` (checked by module name; torch is not imported)."""
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
@@ -79,7 +83,7 @@ def to_numpy(x: Any, *, name: str = "array") -> np.ndarray:
                 f"{name}: cannot turn a {type(x).__name__} into an array ({exc}); "
                 "pass a numpy, torch or jax array"
             ) from None
-    if arr.dtype == object or arr.dtype.kind in "USVMmc":
+    if arr.dtype == object or arr.dtype.kind in "USMmc" or (arr.dtype.kind == "V" and arr.dtype.name not in _ML_FLOATS):
         raise DtypeError(
             f"{name}: dtype {arr.dtype} is not a real floating-point or integer array; "
             "pass real numbers (float64/32/16, bfloat16, float8)"
