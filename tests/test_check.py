@@ -1,0 +1,166 @@
+"""numstd.check: the verdict engine's must-show behaviours, bad numbers, bad calls, threads, chunks."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import numstd
+from numstd.errors import (DtypeError, NonConformance, NumstdError, ParameterError, ShapeError,
+                           StandardNotFound, UnknownOpError)
+from numstd.formats import round_to
+from numstd.reference import reference
+
+
+def _softmax_case(n=64, rows=32, seed=0, fmt=ml_dtypes.bfloat16):
+    rng = np.random.default_rng(seed)
+    x = round_to(rng.standard_normal((rows, n)) * 3, np.dtype(fmt).name)
+    r = reference("softmax", [x], axis=-1).values
+    return x, r
+
+
+def test_correctly_rounded_output_passes_with_half_ulp():
+    x, r = _softmax_case()
+    v = numstd.check(round_to(r, "bfloat16"), op="softmax", inputs=[x], axis=-1)
+    assert v.passed, v.message
+    assert v.standard_id == "NS-SOFTMAX-BF16@1"
+    assert v.ulp.max <= 0.5
+    assert abs(v.ulp.mean_signed) < 0.1
+
+
+def test_truncation_fails_on_bias_only():
+    x, r = _softmax_case(n=256, rows=64)
+    v = numstd.check(round_to(r, "bfloat16", "rtz"), op="softmax", inputs=[x], axis=-1)
+    assert not v.passed
+    assert [c.name for c in v.failed_criteria] == ["bias"]
+    assert v.ulp.mean_signed < -0.3
+    assert v.ulp.max <= 1.0
+
+
+def test_one_corrupted_element_is_named():
+    x, r = _softmax_case()
+    out = round_to(r, "bfloat16")
+    out[5, 17] = out[5, 17] * ml_dtypes.bfloat16(1.25)
+    v = numstd.check(out, op="softmax", inputs=[x], axis=-1)
+    assert not v.passed
+    assert v.criterion("bound").value == 1
+    assert v.worst[0].index == (5, 17)
+    assert "[5, 17]" in v.message
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_output_fails_specials(bad):
+    x, r = _softmax_case()
+    out = round_to(r, "bfloat16")
+    out[0, 0] = bad
+    v = numstd.check(out, op="softmax", inputs=[x], axis=-1)
+    assert not v.passed and not v.criterion("specials").passed
+    assert v.n_nonfinite == 1
+
+
+def test_matching_infinities_pass():
+    x = np.array([1.0, 100.0, -np.inf, np.inf, np.nan, -0.0], dtype=np.float32)
+    with np.errstate(over="ignore"):
+        out = np.exp(x.astype(np.float64)).astype(np.float32)
+    v = numstd.check(out, op="exp", inputs=[x])
+    assert v.passed, v.message
+    assert v.n_nonfinite == 3  # exp(100) overflows float32, inf, nan
+
+
+@pytest.mark.parametrize("actual, crit", [
+    (np.zeros((31, 64), ml_dtypes.bfloat16), "shape"),
+    ("garbage", "shape"),
+    (np.zeros((32, 64), np.int32), "dtype"),
+    (np.zeros((32, 64), np.float32), "dtype"),
+])
+def test_wrong_output_is_a_failing_verdict_not_an_exception(actual, crit):
+    x, _ = _softmax_case()
+    v = numstd.check(actual, op="softmax", inputs=[x], axis=-1, standard="NS-SOFTMAX-BF16@1")
+    assert not v.passed
+    assert crit in [c.name for c in v.failed_criteria]
+
+
+def test_zeros_fail_softmax():
+    x, r = _softmax_case()
+    v = numstd.check(np.zeros_like(x), op="softmax", inputs=[x], axis=-1)
+    assert not v.passed and not v.criterion("bound").passed
+
+
+def test_empty_zero_d_and_non_contiguous():
+    e = np.zeros((0,), np.float32)
+    assert numstd.check(np.exp(e), op="exp", inputs=[e]).passed
+    z = np.float32(0.5)
+    assert numstd.check(np.exp(np.asarray(z)), op="exp", inputs=[np.asarray(z)]).passed
+    big = np.linspace(-3, 3, 400, dtype=np.float32).reshape(20, 20)
+    xs = big[::2, ::3]
+    out = np.tanh(xs.astype(np.float64)).astype(np.float32)[:, ::1]
+    out_nc = np.asfortranarray(out)
+    assert numstd.check(out_nc, op="tanh", inputs=[xs]).passed
+
+
+@pytest.mark.parametrize("call, exc, fragment", [
+    (dict(op="softmx", inputs=[np.ones(3, np.float32)]), UnknownOpError, "softmax"),
+    (dict(op="matmul", inputs=[np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)]), ShapeError, ""),
+    (dict(op="softmax", inputs=[np.ones(3, np.int32)]), DtypeError, ""),
+    (dict(op="softmax", inputs=[np.ones(3, np.float32)], axis=-1, bogus=1), ParameterError, "bogus"),
+    (dict(op="softmax", inputs=[np.ones(3, np.float32)], standard="NS-MATMUL-BF16@1"), ParameterError, "matmul"),
+    (dict(op="exp", inputs=[np.ones(3, np.float64)]), StandardNotFound, "exp"),
+])
+def test_malformed_calls_raise_numstd_errors_with_fixes(call, exc, fragment):
+    with pytest.raises(exc) as ei:
+        numstd.check(np.ones(3, np.float32), **call)
+    assert isinstance(ei.value, NumstdError)
+    assert fragment in str(ei.value)
+
+
+def test_verdict_identical_for_any_chunk_size():
+    rng = np.random.default_rng(5)
+    a = round_to(rng.standard_normal((96, 128)), "bfloat16")
+    b = round_to(rng.standard_normal((128, 80)), "bfloat16")
+    r = reference("matmul", [a, b]).values
+    out = round_to(r * (1 + 2.0**-10 * rng.standard_normal(r.shape)), "bfloat16")
+    base = numstd.check(out, op="matmul", inputs=[a, b], chunk_size=10**9).to_json()
+    for cs in (1, 7, 80, 1000, 5000):
+        assert numstd.check(out, op="matmul", inputs=[a, b], chunk_size=cs).to_json() == base
+
+
+def test_thread_safe_and_deterministic():
+    x, r = _softmax_case(n=128, rows=16)
+    outs = [round_to(r, "bfloat16", "stochastic", seed=s) for s in range(8)]
+    serial = [numstd.check(o, op="softmax", inputs=[x], axis=-1).to_json() for o in outs]
+    with ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(lambda o: numstd.check(o, op="softmax", inputs=[x], axis=-1).to_json(), outs * 3))
+    assert parallel == serial * 3
+
+
+def test_assert_conforms_raises_assertion_with_verdict():
+    x, r = _softmax_case()
+    with pytest.raises(AssertionError) as ei:
+        numstd.assert_conforms(np.zeros_like(x), op="softmax", inputs=[x], axis=-1)
+    assert isinstance(ei.value, NonConformance) and ei.value.verdict is not None
+
+
+def test_torch_and_jax_arrays_are_accepted():
+    torch = pytest.importorskip("torch")
+    x, r = _softmax_case()
+    tx = torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
+    v = numstd.check(torch.softmax(tx.float(), -1).to(torch.bfloat16), op="softmax", inputs=[tx], axis=-1)
+    assert v.passed, v.message
+    jnp = pytest.importorskip("jax.numpy")
+    import jax
+
+    jx = jnp.asarray(x)
+    v = numstd.check(jax.nn.softmax(jx.astype(jnp.float32), axis=-1).astype(jnp.bfloat16), op="softmax", inputs=[jx], axis=-1)
+    assert v.passed, v.message
+
+
+def test_tf32_selector_picks_the_tf32_standard():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 16)).astype(np.float32)
+    tf = round_to(a, "tf32").astype(np.float64) @ round_to(b, "tf32").astype(np.float64)
+    out = tf.astype(np.float32)
+    assert not numstd.check(out, op="matmul", inputs=[a, b]).passed
+    v = numstd.check(out, op="matmul", inputs=[a, b], allow_tf32=True)
+    assert v.standard_id.startswith("NS-MATMUL-FP32-TF32@") and v.passed, v.message
