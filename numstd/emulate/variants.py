@@ -1,0 +1,112 @@
+"""Named legitimate implementations of matmul, for calibration and the discrimination benchmark.
+
+Every entry of :data:`VARIANTS` is a callable ``variant(A, B, *, out, acc="float32", seed=0)``
+returning ``A @ B`` in the dtype of ``out``, computed the way one real implementation would:
+
+======================  ========================================================================
+name                    implementation
+======================  ========================================================================
+matmul/sequential       one fp32 FMA chain over K (CPU BLAS inner kernel, naive GPU kernel)
+matmul/pairwise         recursive halving (numpy-style pairwise reduction)
+matmul/tree             level-by-level pairs (warp-shuffle reduction)
+matmul/blocked32        sequential inside blocks of 32, block sums sequential (tiled kernels)
+matmul/blocked128       the same with blocks of 128
+matmul/splitk4          K in 4 slices reduced in order (split-K GEMM)
+matmul/splitk16         K in 16 slices
+matmul/kahan            compensated summation in the accumulation format
+matmul/exact            correctly rounded sum (an ideal kernel)
+matmul/random           sequential in a seeded random order (nondeterministic atomics)
+matmul/trainium         NeuronCore PE tiles of 128 (exact per tile) + fp32 PSUM, RNE output
+matmul/trainium-sr      the same with stochastic output rounding (seeded)
+matmul/trainium-pe32    NeuronCore with fp32 rounding after every PE (sequential tiles)
+matmul/tc-v100          tensor-core block FMA, Khattak & Mikaitis parameters, one per arch
+matmul/tc-a100
+matmul/tc-h100
+matmul/tc-b200
+matmul/tc-h100-fp8      H100 fp8 datapath (13-bit accumulator), any inputs
+matmul/tc-h100-fp8-promote128  the same with fp32 promotion every 128 elements (DeepSeek-V3)
+matmul/tc-a100-splitk4  A100 block FMA with split-K 4 and an fp32 in-order reduction
+======================  ========================================================================
+
+The hardware variants model fp32 accumulation only: ``acc`` must be ``"float32"`` for them.
+Formulas and sources: :mod:`numstd.emulate.summation`, :mod:`numstd.emulate.tensor_core`,
+:mod:`numstd.emulate.trainium`.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..formats import get_format
+from .matmul import matmul
+from .tensor_core import tensor_core_matmul
+from .trainium import trainium_matmul
+
+__all__ = ["VARIANTS"]
+
+
+def _ordered(A: Any, B: Any, *, out: Any, acc: Any = "float32", seed: int = 0,
+             order: str, **params: Any) -> np.ndarray:
+    return matmul(A, B, order=order, acc=acc, out=out, seed=seed, **params)
+
+
+def _fp32_only(name: str, acc: Any) -> None:
+    if get_format(acc).name != "float32":
+        raise ParameterError(
+            f"variant {name!r} models hardware that accumulates in float32; got acc={acc!r}"
+        )
+
+
+def _trainium(A: Any, B: Any, *, out: Any, acc: Any = "float32", seed: int = 0,
+              name: str, **params: Any) -> np.ndarray:
+    _fp32_only(name, acc)
+    return trainium_matmul(A, B, out=out, seed=seed, **params)
+
+
+def _tensor_core(A: Any, B: Any, *, out: Any, acc: Any = "float32", seed: int = 0,
+                 name: str, **params: Any) -> np.ndarray:
+    _fp32_only(name, acc)
+    return tensor_core_matmul(A, B, out=out, seed=seed, **params)
+
+
+def _variant(fn: Callable[..., np.ndarray], name: str, **params: Any) -> Callable[..., np.ndarray]:
+    v = functools.partial(fn, **params) if fn is _ordered else functools.partial(
+        fn, name=name, **params)
+    functools.update_wrapper(v, fn)
+    v.__name__ = name
+    v.__doc__ = f"{name}: {params}"
+    return v
+
+
+_TABLE: tuple[tuple[Callable[..., np.ndarray], str, dict[str, Any]], ...] = (
+    (_ordered, "matmul/sequential", {"order": "sequential"}),
+    (_ordered, "matmul/pairwise", {"order": "pairwise"}),
+    (_ordered, "matmul/tree", {"order": "tree"}),
+    (_ordered, "matmul/blocked32", {"order": "blocked", "block": 32}),
+    (_ordered, "matmul/blocked128", {"order": "blocked", "block": 128}),
+    (_ordered, "matmul/splitk4", {"order": "splitk", "splits": 4}),
+    (_ordered, "matmul/splitk16", {"order": "splitk", "splits": 16}),
+    (_ordered, "matmul/kahan", {"order": "kahan"}),
+    (_ordered, "matmul/exact", {"order": "exact"}),
+    (_ordered, "matmul/random", {"order": "random"}),
+    (_trainium, "matmul/trainium", {}),
+    (_trainium, "matmul/trainium-sr", {"out_rounding": "stochastic"}),
+    (_trainium, "matmul/trainium-pe32", {"tile_accumulation": "sequential"}),
+    (_tensor_core, "matmul/tc-v100", {"arch": "v100"}),
+    (_tensor_core, "matmul/tc-a100", {"arch": "a100"}),
+    (_tensor_core, "matmul/tc-h100", {"arch": "h100"}),
+    (_tensor_core, "matmul/tc-b200", {"arch": "b200"}),
+    (_tensor_core, "matmul/tc-h100-fp8", {"arch": "h100-fp8"}),
+    (_tensor_core, "matmul/tc-h100-fp8-promote128", {"arch": "h100-fp8", "promote_every": 128}),
+    (_tensor_core, "matmul/tc-a100-splitk4", {"arch": "a100", "split_k": 4}),
+)
+
+VARIANTS: Mapping[str, Callable[..., np.ndarray]] = types.MappingProxyType(
+    {name: _variant(fn, name, **params) for fn, name, params in _TABLE}
+)
+"""Read-only mapping name -> ``variant(A, B, *, out, acc="float32", seed=0)``."""
