@@ -50,7 +50,8 @@ OP_TERMS: Mapping[str, tuple[str, ...]] = {
     "layer_norm": ("mean", "sigma", "xhat", "absw", "absb", "absx", "K"),
     "rms_norm": ("rms", "xhat", "absw", "K"),
     "attention": ("absout", "scoremag", "K", "E"),
-    "cross_entropy": ("lse", "K"),
+    "cross_entropy": ("lse", "dev", "K", "N"),
+    "module": ("base",),
     **{name: ("x", "cond") for name in (
         "exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")},
 }
