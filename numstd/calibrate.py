@@ -84,6 +84,7 @@ class CalibrationResult:
     table: dict
     ok: bool
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     draft_path: Path | None = None
     evidence_path: Path | None = None
     plot_path: Path | None = None
@@ -97,6 +98,10 @@ class CalibrationResult:
                  f"  {'variant':<34} {'kind':<5} {'cases':>5} {'worst |e|/B':>12} {'needs':>9}  outcome"]
         for name, rows in by.items():
             legit = rows[0].legit
+            if rows[0].family == "backend-excluded":
+                lines.append(f"  {name:<34} {'info':<5} {len(rows):>5} {max(r.normalized_max for r in rows):>12.3g} "
+                             f"{'':>9}  excluded (see note)")
+                continue
             worst = max(r.normalized_max for r in rows)
             if legit:
                 need = max(r.needed for r in rows)
@@ -108,6 +113,8 @@ class CalibrationResult:
                 strongest = max((max(r.normalized_max, r.bias_ratio) for r in rows), default=0.0)
                 out = f"caught on {len(caught)}/{len(rows)} cases ({', '.join(sorted({c for r in caught for c in r.failed.split(',') if c}))})" if caught else "NOT CAUGHT"
                 lines.append(f"  {name:<34} {'bug':<5} {len(rows):>5} {worst:>12.3g} {'':>9}  {out}; strongest {strongest:.3g}× the limit")
+        for n in self.notes:
+            lines.append("  note: " + n)
         if self.problems:
             lines.append("  refused: " + "; ".join(self.problems))
         return "\n".join(lines)
@@ -124,7 +131,7 @@ class CalibrationResult:
         """Smallest over bugs of the strongest violation (how far the mildest bug is outside)."""
         by: dict[str, float] = {}
         for r in self.evidence:
-            if not r.legit:
+            if not r.legit and r.family != "backend-excluded":
                 by[r.variant] = max(by.get(r.variant, 0.0), r.normalized_max, r.bias_ratio)
         return min(by.values(), default=math.inf)
 
@@ -274,7 +281,18 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         if v.legit:
             needed[(v.name, c.id)] = _needed(std0, prepared[c.id], actual, constant)
     problems: list[str] = []
+    notes: list[str] = []
     floor = tmpl.floor
+    # a backend is evidence only if it computes what the standard declares: one that needs far more
+    # than every corpus variant (e.g. jax on CPU accumulating bf16 in bf16) is reported, not fitted
+    corpus_need = max((x for (vn, _), x in needed.items() if not vn.startswith("backend:") and math.isfinite(x)), default=0.0)
+    limit = 10.0 * max(corpus_need, floor, 1e-12)
+    excluded = sorted({vn for (vn, _), x in needed.items() if vn.startswith("backend:") and not x <= limit})
+    for vn in excluded:
+        worst = max(x for (v2, _), x in needed.items() if v2 == vn)
+        notes.append(f"{vn} needs {constant} = {worst:.3g} (> 10× every corpus variant): it does not compute in "
+                     f"{std0.accumulate.name} as the standard declares; reported, not used for the fit")
+        needed = {k: v for k, v in needed.items() if k[0] != vn}
     if constant:
         finite = [x for x in needed.values() if math.isfinite(x)]
         worst_need = max(finite, default=0.0)
@@ -320,9 +338,13 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
             ulp_max=res.ulp.max, ulp_mean=res.ulp.mean, ulp_mean_signed=res.ulp.mean_signed,
             ulp_q99=q.get(0.99, 0.0), ulp_q999=q.get(0.999, 0.0), passed=not failed, failed=",".join(failed)))
     for r in rows:
+        if r.variant in excluded:
+            r.legit, r.family = False, "backend-excluded"
+    rows = [r for r in rows if r.family != "backend-excluded"] + [r for r in rows if r.family == "backend-excluded"]
+    for r in rows:
         if r.legit and not r.passed:
             problems.append(f"legitimate variant {r.variant} fails {r.failed} on {r.case}")
-    bug_names = sorted({r.variant for r in rows if not r.legit})
+    bug_names = sorted({r.variant for r in rows if not r.legit and r.family != "backend-excluded"})
     for b in bug_names:
         br = [r for r in rows if r.variant == b]
         if all(r.passed for r in br):
@@ -331,7 +353,7 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
                             f"limit; the bound would have to shrink {1 / max(strongest, 1e-300):.3g}×)")
     ok = not problems
     table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau)
-    result = CalibrationResult(std1.id, version, constant, fitted, tau, rows, table, ok, problems)
+    result = CalibrationResult(std1.id, version, constant, fitted, tau, rows, table, ok, problems, notes)
     if out is not None:
         _write(result, Path(out))
     return result

@@ -1,0 +1,234 @@
+"""The ``jax:cpu``, ``jax:gpu`` and ``jax:neuron`` backends: JAX/XLA on one platform.
+
+Each op is what a JAX user writes with ``jax.numpy`` and ``jax.nn`` on arrays of the input's dtype
+(bfloat16 and float8 arrays are ml_dtypes arrays, shared with numpy bit for bit), placed on the
+first device of the platform (``jax.devices("cpu" | "gpu" | "neuron")[0]``; Trainium is reached
+through the Neuron PJRT plugin, ``pip install jax-neuronx``):
+
+=============  ===============================================================================
+matmul         ``jnp.matmul(A, B)``
+linear         ``x @ W.T + b``
+sum, mean      ``jnp.sum`` / ``jnp.mean`` (XLA upcasts 16-bit inputs to float32 internally)
+cumsum         ``jnp.cumsum(x, axis)``
+softmax        ``jax.nn.softmax``, ``jax.nn.log_softmax``
+layer_norm     two-pass in float32 (``x`` upcast when narrower): ``d = x - mean x``,
+               ``d * rsqrt(mean(d²) + eps) * weight + bias``, cast to the input dtype
+rms_norm       in float32: ``x * rsqrt(mean(x²) + eps) * weight``, cast to the input dtype
+elementwise    ``jnp.exp``, ``log``, ``tanh``, ``jax.nn.sigmoid``, ``jax.scipy.special.erf``,
+               ``jax.nn.gelu(x, approximate=...)``, ``jax.nn.silu``, ``jax.nn.relu``,
+               ``jax.lax.rsqrt``, ``jnp.sqrt``
+attention      ``jax.nn.dot_product_attention`` (leading axes flattened to one batch axis, one
+               head); the explicit ``softmax(q kᵀ · scale + mask) v`` when v's feature size differs
+cross_entropy  ``-take_along_axis(jax.nn.log_softmax(logits), target)``, then mean / sum / none
+=============  ===============================================================================
+
+Each op runs as one ``jax.jit``-compiled function (compiled once per op, parameters, shape and
+dtype), as JAX code is run in practice; XLA may fuse and keep 16-bit intermediates in float32.
+
+Flags: matrix products run under ``jax.default_matmul_precision("highest")`` (full float32 on GPUs
+and TPUs, where the default is bf16 or TF32 passes) unless ``allow_tf32=True`` (then
+``"tensorfloat32"``) or ``precision=...`` names another setting.  float64 inputs run under
+``jax.enable_x64(True)`` (JAX silently computes in float32 otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .base import Backend, env_flags, missing_module_reason, version_string
+
+__all__ = ["JaxBackend"]
+
+_PLATFORM_HELP = {
+    "cpu": "",
+    "gpu": "install a CUDA build of jaxlib: pip install -U 'jax[cuda12]'",
+    "neuron": "install the Neuron PJRT plugin on a Trn1/Trn2 instance: pip install jax-neuronx "
+              "(see docs/trainium.md)",
+}
+_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+               "bfloat16_3x", "tensorfloat32_3x")
+
+
+def _attention(jax: Any, jnp: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
+    batch = jnp.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v = (jnp.broadcast_to(t, (*batch, *t.shape[-2:])) for t in (q, k, v))
+    if v.shape[-1] != q.shape[-1]:  # dot_product_attention needs equal feature sizes
+        s = jnp.matmul(q, jnp.swapaxes(k, -1, -2)) * jnp.asarray(p["scale"], q.dtype)
+        if p["causal"]:
+            L, S = s.shape[-2:]
+            s = jnp.where(jnp.arange(S)[None, :] > jnp.arange(L)[:, None], -jnp.inf, s)
+        return jnp.matmul(jax.nn.softmax(s, axis=-1), v)
+    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
+    flat = (-1, L, 1, E)
+    out = jax.nn.dot_product_attention(q.reshape(flat), k.reshape((-1, S, 1, E)), v.reshape((-1, S, 1, E)),
+                                       scale=p["scale"], is_causal=p["causal"])
+    return out.reshape((*batch, L, v.shape[-1]))
+
+
+def _norm(jnp: Any, lax: Any, x: Any, w: Any, b: Any, eps: float, centred: bool) -> Any:
+    work = x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
+    if centred:
+        work = work - jnp.mean(work, axis=-1, keepdims=True)
+    y = work * lax.rsqrt(jnp.mean(work * work, axis=-1, keepdims=True) + jnp.asarray(eps, work.dtype))
+    if w is not None:
+        y = y * w.astype(y.dtype)
+    if b is not None:
+        y = y + b.astype(y.dtype)
+    return y.astype(x.dtype)
+
+
+def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
+    loss = -jnp.take_along_axis(jax.nn.log_softmax(x, axis=-1), t[:, None].astype(jnp.int32), axis=-1)[:, 0]
+    if reduction == "mean":
+        return jnp.mean(loss)
+    if reduction == "sum":
+        return jnp.sum(loss)
+    return loss
+
+
+def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.scipy.special import erf
+
+    def red(fn: Callable) -> Callable:
+        return lambda a, p: fn(a[0], axis=p["axis"], keepdims=p["keepdims"])
+
+    return {
+        "matmul": lambda a, p: jnp.matmul(a[0], a[1]),
+        "linear": lambda a, p: jnp.matmul(a[0], a[1].T) + (a[2] if a[2] is not None else 0),
+        "sum": red(jnp.sum),
+        "mean": red(jnp.mean),
+        "cumsum": lambda a, p: jnp.cumsum(a[0], axis=p["axis"]),
+        "softmax": lambda a, p: jax.nn.softmax(a[0], axis=p["axis"]),
+        "log_softmax": lambda a, p: jax.nn.log_softmax(a[0], axis=p["axis"]),
+        "layer_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], a[2], p["eps"], True),
+        "rms_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], None, p["eps"], False),
+        "exp": lambda a, p: jnp.exp(a[0]),
+        "log": lambda a, p: jnp.log(a[0]),
+        "tanh": lambda a, p: jnp.tanh(a[0]),
+        "sigmoid": lambda a, p: jax.nn.sigmoid(a[0]),
+        "erf": lambda a, p: erf(a[0]),
+        "gelu": lambda a, p: jax.nn.gelu(a[0], approximate=p["approximate"] == "tanh"),
+        "silu": lambda a, p: jax.nn.silu(a[0]),
+        "relu": lambda a, p: jax.nn.relu(a[0]),
+        "rsqrt": lambda a, p: lax.rsqrt(a[0]),
+        "sqrt": lambda a, p: jnp.sqrt(a[0]),
+        "attention": lambda a, p: _attention(jax, jnp, a[0], a[1], a[2], p),
+        "cross_entropy": lambda a, p: _cross_entropy(jax, jnp, a[0], a[1], p["reduction"]),
+    }
+
+
+class JaxBackend(Backend):
+    """JAX on the first device of ``platform`` (``"cpu"``, ``"gpu"`` or ``"neuron"``).
+
+    Flag parameters: ``allow_tf32`` (bool) and ``precision`` (a ``jax.default_matmul_precision``
+    name; default ``"highest"``).
+    """
+
+    flag_params = ("allow_tf32", "precision")
+
+    def __init__(self, platform: str = "cpu") -> None:
+        super().__init__()
+        self._platform = platform
+        self.name = f"jax:{platform}"
+        self._jitted: dict[tuple, Callable] = {}
+
+    def _probe(self) -> tuple[bool, str]:
+        try:
+            import jax
+        except Exception as exc:
+            return False, missing_module_reason("jax", "numstd[jax]", exc)
+        try:
+            devices = jax.devices(self._platform)
+        except Exception as exc:
+            found = ", ".join(sorted({d.platform for d in jax.devices()}))
+            hint = _PLATFORM_HELP[self._platform]
+            return False, (f"jax {jax.__version__} has no {self._platform!r} platform (found: {found}; "
+                           f"{type(exc).__name__})" + (f"; {hint}" if hint else ""))
+        if not devices:
+            return False, f"jax {jax.__version__}: no {self._platform} device"
+        return True, ""
+
+    def _jax_device(self) -> Any:
+        import jax
+
+        return jax.devices(self._platform)[0]
+
+    def input_formats(self) -> frozenset[str]:
+        return frozenset({"float64", "float32", "float16", "bfloat16"})
+
+    def version(self) -> str:
+        try:
+            import jax
+            import jaxlib
+        except Exception:
+            return ""
+        pairs = [("jax", jax.__version__), ("jaxlib", jaxlib.__version__)]
+        if self.available()[0]:
+            try:
+                pairs.append(("pjrt", str(self._jax_device().client.platform_version)))
+            except Exception:  # not every plugin exposes its version
+                pass
+        return version_string(pairs)
+
+    def device(self) -> str:
+        import platform
+
+        d = self._jax_device()
+        if d.platform == "cpu":
+            return f"cpu ({platform.machine() or 'unknown'})"
+        return str(getattr(d, "device_kind", "") or d)
+
+    def flags(self) -> dict:
+        import jax
+
+        out = {"default_matmul_precision": "highest (numstd default; allow_tf32=True → tensorfloat32)",
+               "jax_default_matmul_precision": str(jax.config.jax_default_matmul_precision),
+               "jax_enable_x64": bool(jax.config.jax_enable_x64)}
+        out.update(env_flags(["XLA_FLAGS", "NVIDIA_TF32_OVERRIDE", "NEURON_RT_STOCHASTIC_ROUNDING_EN",
+                              "NEURON_CC_FLAGS"]))
+        return out
+
+    def _precision(self, flags: dict) -> str:
+        from ..errors import ParameterError
+
+        precision = flags.get("precision")
+        if precision is None:
+            return "tensorfloat32" if bool(flags.get("allow_tf32", False)) else "highest"
+        if precision not in _PRECISIONS:
+            raise ParameterError(f"{self.name}: precision={precision!r}; use one of {', '.join(_PRECISIONS)}")
+        return str(precision)
+
+    def _function(self, op: str, params: dict) -> Callable:
+        """The jitted function of ``op`` with these parameters (compiled once per shape and dtype)."""
+        import jax
+
+        key = (op, tuple(sorted((k, repr(v)) for k, v in params.items())))
+        with self._lock:
+            fn = self._jitted.get(key)
+            if fn is None:
+                impl = _table(jax)[op]
+                fn = self._jitted[key] = jax.jit(lambda *args: impl(list(args), params))
+        return fn
+
+    def _compute(self, op: str, arrays: list, params: dict, flags: dict) -> np.ndarray:
+        import contextlib
+
+        import jax
+
+        precision = self._precision(flags)
+        x64 = any(a is not None and a.dtype == np.float64 for a in arrays)
+        dev = self._jax_device()
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(jax.default_matmul_precision(precision))
+            if x64:
+                stack.enter_context(jax.enable_x64(True))
+            args = [None if a is None else jax.device_put(a, dev) for a in arrays]
+            out = self._function(op, params)(*args)
+            host = np.asarray(jax.device_get(out))
+        if host.dtype != arrays[0].dtype:  # e.g. a weak-typed scalar promotion
+            host = host.astype(arrays[0].dtype)
+        return host

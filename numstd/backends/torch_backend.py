@@ -1,0 +1,217 @@
+"""The ``torch:cpu`` and ``torch:cuda`` backends: PyTorch's own kernels for each catalog op.
+
+Each op is the torch call a PyTorch user writes, on tensors of the input's dtype (bfloat16 and
+float8 tensors are made from the same bits, never through float32):
+
+=============  ===============================================================================
+matmul         ``torch.matmul(A, B)``
+linear         ``F.linear(x, W, b)``
+sum, mean      ``torch.sum`` / ``torch.mean`` over ``dim=axis`` (all dims for ``axis=None``)
+cumsum         ``torch.cumsum(x, dim=axis)``
+softmax        ``F.softmax(x, dim=axis)``, ``F.log_softmax``
+layer_norm     ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)``
+rms_norm       ``F.rms_norm(x, x.shape[-1:], weight, eps)``
+elementwise    ``torch.exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``rsqrt``, ``sqrt``,
+               ``F.gelu(x, approximate=...)``, ``F.silu``, ``F.relu``
+attention      ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``
+cross_entropy  ``F.cross_entropy(logits, target, reduction=...)``
+=============  ===============================================================================
+
+Flags: ``allow_tf32`` (default False) sets ``torch.backends.cuda.matmul.allow_tf32`` (and the cuDNN
+flag) for the duration of one CUDA call and restores it afterwards, under a process-wide lock so
+that concurrent calls with different settings cannot see each other's value.  On the CPU there
+is no TF32 and the flag is accepted as a permission only.  :meth:`TorchBackend.flags` records the
+TF32 and reduced-precision-reduction settings and the CPU thread count, which decide the
+accumulation order.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from .base import Backend, missing_module_reason, version_string
+
+__all__ = ["TorchBackend", "to_torch"]
+
+# torch dtypes numpy holds as ml_dtypes: build the tensor from the same bits through an int view
+_VIEWS = {
+    "bfloat16": ("int16", "bfloat16"),
+    "float8_e4m3fn": ("uint8", "float8_e4m3fn"),
+    "float8_e5m2": ("uint8", "float8_e5m2"),
+    "float8_e4m3fnuz": ("uint8", "float8_e4m3fnuz"),
+    "float8_e5m2fnuz": ("uint8", "float8_e5m2fnuz"),
+}
+
+_TF32_LOCK = threading.Lock()
+
+
+def to_torch(arr: np.ndarray, device: Any) -> Any:
+    """A torch tensor on ``device`` holding exactly ``arr``'s values (same dtype, same bits)."""
+    import torch
+
+    arr = np.ascontiguousarray(arr)
+    name = arr.dtype.name
+    if name in _VIEWS:
+        int_name, torch_name = _VIEWS[name]
+        t = torch.from_numpy(arr.view(int_name)).view(getattr(torch, torch_name))
+    else:
+        t = torch.from_numpy(arr)
+    return t.to(device)
+
+
+def _dims(p: dict, ndim: int) -> tuple[int, ...]:
+    axis = p["axis"]
+    if axis is None:
+        return tuple(range(ndim))
+    return axis if isinstance(axis, tuple) else (axis,)
+
+
+def _attention(torch: Any, F: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
+    flat = q.dim() == 2
+    if flat:  # sdpa wants a batch axis
+        q, k, v = q[None], k[None], v[None]
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=p["causal"], scale=p["scale"])
+    return out[0] if flat else out
+
+
+def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
+    def red(fn: Callable) -> Callable:
+        return lambda a, p: fn(a[0], dim=_dims(p, a[0].dim()), keepdim=p["keepdims"])
+
+    return {
+        "matmul": lambda a, p: torch.matmul(a[0], a[1]),
+        "linear": lambda a, p: F.linear(a[0], a[1], a[2]),
+        "sum": red(torch.sum),
+        "mean": red(torch.mean),
+        "cumsum": lambda a, p: torch.cumsum(a[0], dim=p["axis"]),
+        "softmax": lambda a, p: F.softmax(a[0], dim=p["axis"]),
+        "log_softmax": lambda a, p: F.log_softmax(a[0], dim=p["axis"]),
+        "layer_norm": lambda a, p: F.layer_norm(a[0], a[0].shape[-1:], a[1], a[2], p["eps"]),
+        "rms_norm": lambda a, p: F.rms_norm(a[0], a[0].shape[-1:], a[1], p["eps"]),
+        "exp": lambda a, p: torch.exp(a[0]),
+        "log": lambda a, p: torch.log(a[0]),
+        "tanh": lambda a, p: torch.tanh(a[0]),
+        "sigmoid": lambda a, p: torch.sigmoid(a[0]),
+        "erf": lambda a, p: torch.erf(a[0]),
+        "gelu": lambda a, p: F.gelu(a[0], approximate=p["approximate"]),
+        "silu": lambda a, p: F.silu(a[0]),
+        "relu": lambda a, p: F.relu(a[0]),
+        "rsqrt": lambda a, p: torch.rsqrt(a[0]),
+        "sqrt": lambda a, p: torch.sqrt(a[0]),
+        "attention": lambda a, p: _attention(torch, F, a[0], a[1], a[2], p),
+        "cross_entropy": lambda a, p: F.cross_entropy(a[0], a[1].long(), reduction=p["reduction"]),
+    }
+
+
+class TorchBackend(Backend):
+    """PyTorch on ``device`` (``"cpu"`` or ``"cuda"``); see the module docstring.
+
+    Parameters
+    ----------
+    device : str
+        ``"cpu"`` or ``"cuda"`` (the current CUDA device).
+    """
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__()
+        self._device_kind = device
+        self.name = f"torch:{device}"
+
+    def _probe(self) -> tuple[bool, str]:
+        try:
+            import torch
+        except Exception as exc:
+            return False, missing_module_reason("torch", "numstd[torch]", exc)
+        if self._device_kind == "cuda" and not torch.cuda.is_available():
+            build = ("this torch build has no CUDA support (a +cpu wheel); install a CUDA build of torch"
+                     if torch.version.cuda is None else "no CUDA device is visible (check nvidia-smi and "
+                     "CUDA_VISIBLE_DEVICES)")
+            return False, f"torch {torch.__version__}: torch.cuda.is_available() is False: {build}"
+        return True, ""
+
+    def _torch_device(self) -> Any:
+        import torch
+
+        return torch.device(self._device_kind)
+
+    def input_formats(self) -> frozenset[str]:
+        return frozenset({"float64", "float32", "float16", "bfloat16"})
+
+    def version(self) -> str:
+        try:
+            import torch
+        except Exception:
+            return ""
+        pairs = [("torch", torch.__version__)]
+        if self._device_kind == "cuda":
+            pairs += [("cuda", torch.version.cuda or ""),
+                      ("cudnn", str(torch.backends.cudnn.version() or ""))]
+        return version_string(pairs)
+
+    def device(self) -> str:
+        import platform
+
+        import torch
+
+        if self._device_kind == "cuda":
+            idx = torch.cuda.current_device()
+            cap = torch.cuda.get_device_capability(idx)
+            return f"{torch.cuda.get_device_name(idx)} (sm_{cap[0]}{cap[1]})"
+        return f"cpu ({platform.machine() or 'unknown'})"
+
+    def flags(self) -> dict:
+        import torch
+
+        m = torch.backends.cuda.matmul
+        out = {
+            "allow_tf32": bool(m.allow_tf32),
+            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "allow_bf16_reduced_precision_reduction": bool(m.allow_bf16_reduced_precision_reduction),
+            "allow_fp16_reduced_precision_reduction": bool(m.allow_fp16_reduced_precision_reduction),
+            "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+            "num_threads": int(torch.get_num_threads()),
+        }
+        if hasattr(m, "fp32_precision"):  # torch >= 2.9 spells TF32 as fp32_precision = "tf32"
+            out["matmul_fp32_precision"] = str(m.fp32_precision)
+        from .base import env_flags
+
+        out.update(env_flags(["NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG", "OMP_NUM_THREADS"]))
+        return out
+
+    def _compute(self, op: str, arrays: list, params: dict, flags: dict) -> np.ndarray:
+        import torch
+        import torch.nn.functional as F
+
+        from ..arrays import to_numpy
+
+        dev = self._torch_device()
+        args = [None if a is None else to_torch(a, dev) for a in arrays]
+        fn = _table(torch, F)[op]
+        with torch.no_grad():
+            if self._device_kind != "cuda":
+                out = fn(args, params)
+            else:
+                out = self._with_tf32(bool(flags.get("allow_tf32", False)), fn, args, params)
+        return np.asarray(to_numpy(out, name="output"))
+
+    @staticmethod
+    def _with_tf32(allow: bool, fn: Callable, args: list, params: dict) -> Any:
+        """Run ``fn`` with TF32 set to ``allow`` (restored afterwards), finishing on the device."""
+        import torch
+
+        with _TF32_LOCK:
+            old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+            torch.backends.cuda.matmul.allow_tf32 = allow
+            torch.backends.cudnn.allow_tf32 = allow
+            try:
+                out = fn(args, params)
+                torch.cuda.synchronize()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+        return out
