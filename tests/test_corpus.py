@@ -1,0 +1,498 @@
+"""The variant corpus (numstd.corpus): legitimate variants stay within analytic error bounds of a
+float64 reference, bug variants leave them, hand-derived spot checks, determinism, metadata.
+
+Independent truth: the references below are float64 formulas written here (not numstd.reference),
+and the bounds are textbook ones (Higham 2002: |error| <= gamma_K |A||B| for a length-K dot
+product, gamma_K ~ K u) with generous constants -- they only have to separate the legitimate
+variants from the bugs, not be tight.  A bug is "detected" on a case when some element leaves the
+legitimate bound, an output is non-finite where the reference is finite, or (16-bit outputs) the
+sign-adjusted mean ULP error is beyond 0.3 + 1/sqrt(n) (truncation, scale errors).  Every bug
+must be observable (its ``observable`` predicate) and detected on at least one stress case, and
+detected on every case where it is observable.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import special
+
+from numstd.corpus import FAMILIES, VARIANTS, Variant, input_formats, variants_for
+from numstd.formats import get_format
+from numstd.ops import validate
+from numstd.suites import make_case
+from numstd.ulp import ulp
+
+FP32 = get_format("float32")
+U = FP32.u
+ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")
+BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
+
+# (shape, params, input formats, output format) per op; distributions per op.
+BF, F32 = "bfloat16", "float32"
+_ROWS = [((24, 300), {}, BF, BF), ((24, 300), {}, F32, F32)]
+CASES: dict[str, list] = {
+    "matmul": [((24, 200, 20), {}, BF, BF), ((24, 200, 20), {}, F32, F32),
+               ((2, 8, 136, 12), {}, "float16", "float16"), ((16, 256, 16), {}, "float8_e4m3fn", BF)],
+    "linear": [((24, 200, 20), {}, BF, BF), ((24, 200, 20), {}, F32, F32)],
+    "sum": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
+            ((4, 16, 20), {"axis": (1, 2), "keepdims": True}, BF, BF), ((16, 50), {}, F32, F32)],
+    "mean": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
+             ((48, 40), {"axis": -1}, BF, BF), ((4, 16, 20), {"axis": (0, 2)}, F32, F32)],
+    "cumsum": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32)],
+    "softmax": _ROWS + [((200, 12), {"axis": 0}, BF, BF)],
+    "log_softmax": _ROWS,
+    "layer_norm": [((24, 256), {}, BF, BF), ((24, 256), {}, F32, F32), ((32, 40), {}, BF, BF)],
+    "rms_norm": [((24, 256), {}, BF, BF), ((24, 256), {}, F32, F32), ((24, 256), {"eps": 1e-3}, BF, BF)],
+    "attention": [((2, 24, 100, 32), {}, BF, BF), ((2, 24, 100, 32), {"causal": True}, BF, BF),
+                  ((1, 40, 40, 16), {"causal": True}, F32, F32)],
+    "cross_entropy": [((64, 300), {}, BF, BF), ((64, 300), {}, F32, F32),
+                      ((64, 100), {"reduction": "none"}, BF, BF),
+                      ((64, 100), {"reduction": "sum"}, F32, F32)],
+    **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
+}
+CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
+
+_SOFTMAX_DISTS = ("normal", "offset", "large", "rowscale")
+DISTS: dict[str, tuple[str, ...]] = {
+    "matmul": ("normal", "offset", "large"), "linear": ("normal", "offset"),
+    "sum": ("normal", "offset"), "mean": ("normal", "offset"), "cumsum": ("normal", "offset"),
+    "softmax": _SOFTMAX_DISTS, "log_softmax": _SOFTMAX_DISTS,
+    "cross_entropy": ("normal", "offset", "large"),
+    "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
+    "rms_norm": ("normal", "offset", "rowscale"),
+    "attention": ("normal", "large"),
+    **{op: ("normal", "large", "wide") for op in ELEMENTWISE},
+}
+
+# Legitimate variants whose error is of another kind than the generic bound below (with the reason).
+EXTRA_ABS = {
+    # torch CPU rounds the row sum (or the log-probabilities) to the 16-bit input format
+    ("log_softmax", "torch-cpu"): "u_in",
+    ("cross_entropy", "torch-cpu"): "u_in",
+}
+
+
+def _fmt(name):
+    return get_format(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# float64 references and legitimate-error bounds
+# ---------------------------------------------------------------------------------------------
+
+
+def _f64(x):
+    return None if x is None else np.asarray(x, dtype=np.float64)
+
+
+def _softmax64(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return m, e, s
+
+
+def reference(op, arr, p, out, name=""):
+    """(float64 reference, bound of a legitimate variant); references beyond the output format's
+    range are replaced by the infinity (or NaN) they round to."""
+    from numstd.formats import round_to
+
+    r, bound = _reference(op, arr, p, out, name)
+    with np.errstate(all="ignore"):
+        rounded = round_to(r, out).astype(np.float64)
+    return np.where(np.isfinite(rounded) | np.isnan(r), r, rounded), bound
+
+
+def _reference(op, arr, p, out, name=""):
+    a = [_f64(x) for x in arr]
+    rho = 2.0  # final rounding: RNE, stochastic, double rounding (<= 2 ULPs)
+    if op in ("matmul", "linear"):
+        A, B = a[0], (a[1] if op == "matmul" else a[1].T)
+        r, absd = A @ B, np.abs(A) @ np.abs(B)
+        if op == "linear" and len(a) > 2 and a[2] is not None:
+            r, absd = r + a[2], absd + np.abs(a[2])
+        K = A.shape[-1]
+        u = 2.0 ** -12 if "fp8" in name else U  # the H100 fp8 path keeps 13 bits per 128-chunk
+        return r, 2 * (K + 2) * u * absd + rho * ulp(r, out)
+    if op in ("sum", "mean"):
+        x = a[0]
+        r = (np.sum if op == "sum" else np.mean)(x, axis=p["axis"], keepdims=p["keepdims"])
+        absr = np.sum(np.abs(x), axis=p["axis"], keepdims=p["keepdims"])
+        K = x.size // max(r.size, 1)
+        if op == "mean":
+            absr = absr / K
+        return r, (K + 3) * U * absr + rho * ulp(r, out)
+    if op == "cumsum":
+        x = a[0]
+        r, absr = np.cumsum(x, axis=p["axis"]), np.cumsum(np.abs(x), axis=p["axis"])
+        K = x.shape[p["axis"]]
+        return r, 2 * (K + 2) * U * absr + rho * ulp(r, out)
+    if op in ("softmax", "log_softmax"):
+        x = a[0]
+        ax = p["axis"]
+        m, e, s = _softmax64(x, ax)
+        K = x.shape[ax]
+        if op == "softmax":
+            r = e / s
+            tol = 2 * U * (K + np.abs(x) + np.abs(m) + 8) * r
+            return r, tol + rho * ulp(r, out) + out.smallest_subnormal
+        r = (x - m) - np.log(s)
+        extra = 4 * _fmt(arr[0].dtype.name).u if (op, name) in EXTRA_ABS else 0.0
+        tol = 2 * U * (K + np.abs(x) + np.abs(m) + np.abs(np.log(s)) + 8)
+        return r, tol + rho * ulp(r, out) + extra
+    if op == "cross_entropy":
+        x, t = a[0], np.asarray(arr[1])
+        m, e, s = _softmax64(x, -1)
+        lse = (m + np.log(s))[:, 0]
+        loss = lse - x[np.arange(len(t)), t]
+        per = 2 * U * (x.shape[-1] + np.abs(x).max(-1) + np.abs(lse) + 8)
+        if (op, name) in EXTRA_ABS:
+            per = per + 4 * _fmt(arr[0].dtype.name).u * (np.abs(loss) + 1)
+        N = len(t)
+        if p["reduction"] == "none":
+            return loss, per + rho * ulp(loss, out)
+        r = loss.sum() if p["reduction"] == "sum" else loss.mean()
+        b = per.sum() + (N + 2) * U * np.abs(loss).sum()
+        b = b if p["reduction"] == "sum" else b / N
+        return np.asarray(r), np.asarray(b + rho * ulp(r, out))
+    if op in ("layer_norm", "rms_norm"):
+        x, eps = a[0], p["eps"]
+        w = a[1] if len(a) > 1 and a[1] is not None else 1.0
+        K = x.shape[-1]
+        if op == "layer_norm":
+            b = a[2] if len(a) > 2 and a[2] is not None else 0.0
+            mean = x.mean(-1, keepdims=True)
+            rstd = 1.0 / np.sqrt(x.var(-1, keepdims=True) + eps)
+            r = (x - mean) * rstd * w + b
+            cond = (np.abs(x) + np.abs(mean)) * rstd * np.abs(w) + np.abs(b)
+        else:
+            rstd = 1.0 / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+            r = x * rstd * w
+            cond = np.abs(r)
+        # probabilistic form (Higham & Mary 2019): legitimate kernels stay near 1.1 sqrt(K) u cond
+        return r, 8 * (math.sqrt(K) + 4) * U * cond + (rho + 0.5) * ulp(r, out)
+    if op == "attention":
+        q, k, v = a
+        s = q @ np.swapaxes(k, -1, -2) * p["scale"]
+        if p["causal"]:
+            L, S = s.shape[-2:]
+            s = np.where(np.arange(S)[None, :] > np.arange(L)[:, None], -np.inf, s)
+        m, e, ssum = _softmax64(s, -1)
+        P = e / ssum
+        r, cond = P @ v, P @ np.abs(v)
+        E, S = q.shape[-1], k.shape[-2]
+        fv = _fmt(arr[2].dtype.name)
+        u_p = fv.u if fv.bits == 16 else 0.0  # FlashAttention rounds P to v's format
+        score = np.abs(s[np.isfinite(s)]).max() if np.isfinite(s).any() else 0.0
+        return r, (2 * (E + S + score + 8) * U + 2 * u_p) * cond + rho * ulp(r, out)
+    # elementwise
+    from numstd.corpus.elementwise import EXACT
+
+    x = a[0]
+    with np.errstate(all="ignore"):
+        r = EXACT[op](x, p)
+    # relative: libm errors (a few fp32 ULPs) and exp2's argument rounding (|x| u); absolute floors
+    # where legitimate formulas lose relative accuracy: x/2 (1 + erf) and x sigmoid(x) cancel
+    # (error ~ u |x|), sigmoid's tanh form and torch's erf lose everything below u; FTZ below the
+    # smallest normal (sigmoid/silu/exp underflow in fp32 before the output format does).
+    floor = {"gelu": 8 * U * np.abs(x), "silu": 8 * U * np.abs(x), "sigmoid": 4 * U, "erf": 4 * U}
+    bound = rho * ulp(r, out) + 8 * U * (1 + np.abs(x)) * np.abs(r) + floor.get(op, 0.0) \
+        + FP32.smallest_normal
+    return r, bound
+
+
+# ---------------------------------------------------------------------------------------------
+# running variants over the stress cases (cached per module)
+# ---------------------------------------------------------------------------------------------
+
+
+class Judged:
+    """A variant's output on one case against the reference and the legitimate bound."""
+
+    def __init__(self, y, r, bound, out):
+        y = np.asarray(y, dtype=np.float64)
+        fin = np.isfinite(r)
+        self.nonfinite = bool((~np.isfinite(y) & fin).any())
+        with np.errstate(all="ignore"):
+            err = np.abs(y - r)
+            ratio = np.where(fin, err / bound, 0.0)
+            ratio = np.where(np.isnan(ratio), np.inf, ratio)
+            self.ratio = float(ratio.max()) if ratio.size else 0.0
+            signed = (y - r) / ulp(r, out) * np.sign(r)
+            ok = fin & np.isfinite(y) & (r != 0)
+        self.n = int(ok.sum())
+        self.bias = float(signed[ok].mean()) if self.n else 0.0
+        self.narrow = out.p < 24
+
+    def detected(self) -> bool:
+        if self.nonfinite or self.ratio > 1.0:
+            return True
+        return self.narrow and self.n >= 16 and abs(self.bias) > 0.3 + 1.0 / math.sqrt(self.n)
+
+
+def _cases(op):
+    for shape, params, fin, fout in CASES[op]:
+        for dist in DISTS[op]:
+            case = make_case(op, shape, dist, 3, [fin], params)
+            _, arr, full = validate(op, case.inputs, params)
+            yield f"{case.id}/{fin}->{fout}{params or ''}", arr, full, _fmt(fout)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    cache = {}
+
+    def get(op):
+        if op not in cache:
+            rows = []
+            for cid, arr, full, out in _cases(op):
+                fmts = input_formats(arr)
+                for v in VARIANTS[op]:
+                    if v.applies is not None and not v.applies(out, fmts, full):
+                        continue
+                    y = v.fn(arr, full, out, FP32, 11)
+                    r, bound = reference(op, arr, full, out, v.name)
+                    obs = None if v.legit else v.applicable(arr, full, out)
+                    rows.append((v, cid, y, Judged(y, r, bound, out), obs, out, r.shape))
+            cache[op] = rows
+        return cache[op]
+
+    return get
+
+
+@pytest.mark.parametrize("op", BRIEF_OPS)
+def test_legit_variants_within_bound(op, runs):
+    bad = [f"{v.name} on {cid}: {j.ratio:.3g}x the bound{' (non-finite)' if j.nonfinite else ''}"
+           for v, cid, y, j, obs, out, shape in runs(op) if v.legit and (j.ratio > 1.0 or j.nonfinite)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("op", BRIEF_OPS)
+def test_outputs_have_out_dtype_and_shape(op, runs):
+    bad = [f"{v.name} on {cid}: {y.dtype} {y.shape}, expected {out.dtype} {shape}"
+           for v, cid, y, j, obs, out, shape in runs(op) if y.dtype != out.dtype or y.shape != shape]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("op", BRIEF_OPS)
+def test_bug_variants_detected_where_observable(op, runs):
+    rows = [row for row in runs(op) if not row[0].legit]
+    seen: dict[str, bool] = {}
+    bad = []
+    for v, cid, y, j, obs, out, shape in rows:
+        if obs:
+            seen[v.name] = True
+            if not j.detected():
+                bad.append(f"{v.name} on {cid} is observable but within the legitimate bound "
+                           f"({j.ratio:.3g}x, bias {j.bias:+.3f} ULP over {j.n})")
+        else:
+            seen.setdefault(v.name, False)
+    never = [n for n, s in seen.items() if not s]
+    assert not bad, "\n".join(bad)
+    assert not never, f"bug variants never observable on the stress cases: {never}"
+    unexercised = {v.name for v in variants_for(op, legit=False)} - set(seen)
+    assert not unexercised, f"bug variants that apply to no stress case: {sorted(unexercised)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# hand-derived spot checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _v(op, name) -> Variant:
+    return next(v for v in VARIANTS[op] if v.name == name)
+
+
+def _run(op, name, inputs, params=None, out="float32"):
+    return np.asarray(_v(op, name)(inputs, params or {}, out=out), dtype=np.float64)
+
+
+def test_scan_bugs_by_hand():
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], dtype=np.float32)
+    assert _run("cumsum", "sequential", [x]).tolist() == [[1, 3, 6, 10]]
+    assert _run("cumsum", "exclusive", [x]).tolist() == [[0, 1, 3, 6]]
+    assert _run("cumsum", "reversed", [x]).tolist() == [[10, 9, 7, 4]]
+    ones = np.ones((1, 300), dtype=np.float32)
+    assert _run("cumsum", "blocked-scan", [ones])[0, 299] == 300
+    no_carry = _run("cumsum", "missing-carries", [ones])[0]
+    assert no_carry[127] == 128 and no_carry[128] == 1 and no_carry[299] == 300 - 256
+    dropped = _run("cumsum", "dropped-tail-block", [ones])[0]
+    assert dropped[255] == 256 and dropped[256] == 0
+
+
+def test_contraction_tile_bugs_by_hand():
+    def ones(k):
+        return [np.ones((1, k), dtype=np.float32), np.ones((k, 1), dtype=np.float32)]
+
+    assert _run("matmul", "dropped-tail", ones(100))[0, 0] == 64  # 100 mod 64 = 36 dropped
+    assert _run("matmul", "dropped-last-tile", ones(300))[0, 0] == 256  # tiles 128, 128, (44)
+    assert _run("matmul", "dropped-last-tile", ones(256))[0, 0] == 128
+    assert _run("matmul", "duplicated-tile", ones(200))[0, 0] == 328  # 200 + first 128 again
+    A = np.arange(6, dtype=np.float32).reshape(2, 3)
+    B = np.arange(9, dtype=np.float32).reshape(3, 3)
+    np.testing.assert_array_equal(_run("matmul", "transposed-b", [A, B]), A.astype(float) @ B.T)
+    np.testing.assert_array_equal(_run("matmul", "sequential", [A, B]), A.astype(float) @ B)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    W = np.ones((2, 3), dtype=np.float32)
+    b = np.array([10.0, 20.0], dtype=np.float32)
+    np.testing.assert_array_equal(_run("linear", "sequential", [x, W, b]), [[13, 23], [22, 32]])
+
+
+def test_elementwise_bugs_by_hand():
+    x = np.array([-2.0, -0.5, 0.0, 3.0], dtype=np.float32)
+    np.testing.assert_array_equal(_run("relu", "identity", [x]), x)  # returns negatives
+    np.testing.assert_allclose(_run("relu", "leaky", [x]), [-0.02, -0.005, 0.0, 3.0], rtol=1e-6)
+    np.testing.assert_array_equal(_run("relu", "fp32-math", [x]), [0, 0, 0, 3])
+    silu = _run("silu", "positive-only", [x])
+    assert silu[0] == 0 and silu[1] == 0
+    assert silu[3] == pytest.approx(3 * special.expit(3.0), rel=1e-6)
+    big = np.array([100.0, -100.0], dtype=np.float32)
+    assert np.isnan(_run("sigmoid", "unclamped-exp", [big])[0])  # inf / inf
+    expected = [1.0, pytest.approx(special.expit(-100.0), rel=1e-6)]
+    assert _run("sigmoid", "recip-exp", [big]).tolist() == expected
+    assert np.isnan(_run("tanh", "dropped-clamp", [np.array([50.0], dtype=np.float32)])[0])
+    # Abramowitz-Stegun 7.1.26 has absolute error ~1e-7: relative error near 0 is large
+    tiny = np.array([1e-6], dtype=np.float32)
+    as_erf = _run("erf", "abramowitz-stegun", [tiny])[0]
+    assert abs(as_erf - special.erf(1e-6)) > 1e-3 * special.erf(1e-6)
+    gx = np.array([1.0], dtype=np.float32)
+    tanh_gelu = 0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * (1 + 0.044715)))
+    assert _run("gelu", "tanh-under-exact", [gx])[0] == pytest.approx(tanh_gelu, rel=1e-6)
+    exact_gelu = 0.5 * (1 + math.erf(2 ** -0.5))
+    assert _run("gelu", "fp32-math", [gx])[0] == pytest.approx(exact_gelu, rel=1e-6)
+
+
+def test_reduction_and_row_bugs_by_hand():
+    x = np.ones((1, 4), dtype=np.float32)
+    assert _run("mean", "by-k-minus-1", [x], {"axis": -1})[0] == pytest.approx(4 / 3, rel=1e-6)
+    assert _run("mean", "sequential", [x], {"axis": -1})[0] == 1.0
+    x3 = np.ones((2, 3, 4), dtype=np.float32)
+    assert _run("mean", "wrong-count", [x3], {"axis": (1, 2)}).tolist() == [3.0, 3.0]  # 12 / 4
+    logits = np.array([[0.0, 1.0, 2.0]], dtype=np.float32)
+    np.testing.assert_allclose(_run("softmax", "uniform", [logits])[0], [1 / 3] * 3, rtol=1e-7)
+    unnormalised = _run("softmax", "missing-normalisation", [logits])[0]
+    np.testing.assert_allclose(unnormalised, np.exp([-2.0, -1.0, 0.0]), rtol=1e-6)
+    t = np.array([0])
+    lse = math.log(1 + math.e + math.e ** 2)
+    assert _run("cross_entropy", "logsumexp", [logits, t])[()] == pytest.approx(lse, rel=1e-6)
+    assert _run("cross_entropy", "label-off-by-one", [logits, t])[()] == pytest.approx(lse - 1, rel=1e-6)
+    p0 = 1 / (1 + math.e + math.e ** 2)
+    assert _run("cross_entropy", "missing-log", [logits, t])[()] == pytest.approx(-p0, rel=1e-6)
+    underflow = np.array([[0.0, -200.0]], dtype=np.float32)
+    assert np.isinf(_run("log_softmax", "log-of-softmax", [underflow])[0, 1])  # log(0)
+
+
+def test_normalization_bugs_by_hand():
+    x = np.array([[1.0, -1.0]], dtype=np.float32)
+    # biased variance 1, unbiased 2: outputs +-1 and +-1/sqrt(2) (eps = 0)
+    np.testing.assert_allclose(_run("layer_norm", "two-pass", [x], {"eps": 0.0})[0], [1, -1], rtol=1e-6)
+    np.testing.assert_allclose(_run("layer_norm", "unbiased-variance", [x], {"eps": 0.0})[0],
+                               [2 ** -0.5, -(2 ** -0.5)], rtol=1e-6)
+    w = np.array([2.0, 2.0], dtype=np.float32)
+    b = np.array([0.5, 0.5], dtype=np.float32)
+    twice = _run("layer_norm", "bias-twice", [x, w, b], {"eps": 0.0})[0]
+    np.testing.assert_allclose(twice, [3, -1], rtol=1e-6)
+    xr = np.array([[3.0, 4.0]], dtype=np.float32)  # mean square 12.5
+    np.testing.assert_allclose(_run("rms_norm", "fp32-internal", [xr], {"eps": 0.0})[0],
+                               np.array([3, 4]) / math.sqrt(12.5), rtol=1e-6)
+    np.testing.assert_allclose(_run("rms_norm", "sqrt-instead-of-rsqrt", [xr], {"eps": 0.0})[0],
+                               np.array([3, 4]) * math.sqrt(12.5), rtol=1e-6)
+    np.testing.assert_allclose(_run("rms_norm", "mean-abs", [xr], {"eps": 0.0})[0],
+                               np.array([3, 4]) / math.sqrt(3.5), rtol=1e-6)
+
+
+def test_truncation_rounds_toward_zero():
+    x = np.linspace(-3, 3, 1001).astype(np.float32)
+    got = _run("exp", "truncation", [x], out="bfloat16")
+    ref = np.exp(x.astype(np.float64))
+    assert (got <= ref).all()  # positive results: toward zero is downward
+    rne = _run("exp", "fp32-math", [x], out="bfloat16")
+    assert (got <= rne).all() and (got < rne).any()
+
+
+def test_attention_mask_bugs_by_hand():
+    # one query, two keys, causal: query 0 sees key 0 only; the off-by-one mask lets it see key 1
+    q = np.zeros((1, 1, 2), dtype=np.float32)
+    k = np.zeros((1, 2, 2), dtype=np.float32)
+    v = np.array([[[1.0, 0.0], [0.0, 1.0]]], dtype=np.float32)
+    p = {"causal": True}
+    np.testing.assert_array_equal(_run("attention", "two-gemm", [q, k, v], p)[0, 0], [1, 0])
+    np.testing.assert_array_equal(_run("attention", "flash", [q, k, v], p)[0, 0], [1, 0])
+    np.testing.assert_allclose(_run("attention", "causal-off-by-one", [q, k, v], p)[0, 0], [0.5, 0.5])
+
+
+# ---------------------------------------------------------------------------------------------
+# determinism, metadata, counts, import hygiene
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", BRIEF_OPS)
+def test_deterministic_given_seed(op):
+    shape, params, fin, fout = CASES[op][0]
+    case = make_case(op, shape, "normal", 5, [fin], params)
+    _, arr, full = validate(op, case.inputs, params)
+    out = _fmt(fout)
+    for v in VARIANTS[op]:
+        if v.applies is not None and not v.applies(out, input_formats(arr), full):
+            continue
+        a, b = v.fn(arr, full, out, FP32, 7), v.fn(arr, full, out, FP32, 7)
+        assert a.tobytes() == b.tobytes(), v.key
+
+
+def test_stochastic_variant_uses_its_seed():
+    case = make_case("matmul", (16, 64, 16), "normal", 0, ["bfloat16"])
+    v = _v("matmul", "trainium-sr")
+    out = _fmt("bfloat16")
+    a, b = (v.fn(case.inputs, {}, out, FP32, s) for s in (1, 2))
+    assert a.tobytes() != b.tobytes()
+    c = _v("matmul", "corrupted-element")
+    assert c.fn(case.inputs, {}, out, FP32, 1).tobytes() != c.fn(case.inputs, {}, out, FP32, 2).tobytes()
+
+
+def test_metadata_and_counts():
+    legit = [v for vs in VARIANTS.values() for v in vs if v.legit]
+    bugs = [v for vs in VARIANTS.values() for v in vs if not v.legit]
+    assert len(legit) >= 40 and len(bugs) >= 60, (len(legit), len(bugs))
+    for op in BRIEF_OPS:
+        assert variants_for(op, legit=True) and variants_for(op, legit=False), op
+    from numstd.ops import OPS
+
+    for op, vs in VARIANTS.items():
+        assert op in OPS
+        names = [v.name for v in vs]
+        assert len(names) == len(set(names)), op
+        for v in vs:
+            assert v.op == op and v.family in FAMILIES and v.description.strip(), v.key
+            assert callable(v.fn)
+    from numstd.errors import UnknownOpError
+
+    with pytest.raises(UnknownOpError):
+        variants_for("conv3d")
+
+
+def test_call_validates_and_fills_defaults():
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    y = _v("softmax", "two-pass")([x], out="bfloat16")  # axis defaults to -1
+    assert y.dtype == _fmt("bfloat16").dtype
+    np.testing.assert_allclose(y.astype(np.float64).sum(-1), 1.0, atol=2e-2)
+    from numstd.errors import ParameterError
+
+    with pytest.raises(ParameterError):
+        _v("softmax", "two-pass")([x], {"dim": 0}, out="float32")
+
+
+def test_import_hygiene():
+    code = ("import sys, numstd, numstd.corpus; assert 'torch' not in sys.modules; "
+            "from numstd.corpus import VARIANTS; n = sum(len(v) for v in VARIANTS.values()); "
+            "assert 'torch' not in sys.modules, 'torch imported'; print(n)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    code = "import sys, numstd; assert 'numstd.corpus' not in sys.modules"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
