@@ -132,7 +132,10 @@ class CalibrationResult:
         by: dict[str, float] = {}
         for r in self.evidence:
             if not r.legit and r.family != "backend-excluded":
-                by[r.variant] = max(by.get(r.variant, 0.0), r.normalized_max, r.bias_ratio)
+                # caught by specials/shape/dtype (no ratio above 1): infinitely far outside
+                strength = math.inf if (not r.passed and max(r.normalized_max, r.bias_ratio) <= 1) else \
+                    max(r.normalized_max, r.bias_ratio)
+                by[r.variant] = max(by.get(r.variant, 0.0), strength)
         return min(by.values(), default=math.inf)
 
 
@@ -172,7 +175,7 @@ def _ordered(t: dict) -> dict:
 
 
 def calibrate(op: str | None = None, inputs: str | None = None, output: str | None = None,
-              accumulate: str = "float32", *, standard: str | None = None, backends: Sequence[str] = ("numpy",),
+              accumulate: str = "float32", *, standard: str | None = None, template: str | None = None, backends: Sequence[str] = ("numpy",),
               quick: bool = False, seed: int = 0, out: str | os.PathLike | None = None,
               extra_variants: Iterable[Any] = (), date: str | None = None, workers: int | None = None,
               progress: Callable[[int, int], None] | None = None, command: str | None = None) -> CalibrationResult:
@@ -183,6 +186,9 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     op, inputs, output, accumulate : str
         Select the template instance (``inputs`` is the first input's format; ``output`` defaults
         to it).  Ignored when ``standard`` is given.
+    template : str, optional
+        Calibrate this template instance by ID (e.g. ``NS-MATMUL-FP32-TF32``, the way to reach
+        instances chosen by a selector).
     standard : str, optional
         Recalibrate this standard (``ID`` or ``ID@N``): its model, criteria and suite are kept and
         the result is the next version, superseding it.
@@ -209,6 +215,13 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         table = _table_of(base)
         version = max(s.version for s in list_standards(base.op) if s.id == base.id) + 1
         table["supersedes"] = f"{base.id}@{max(s.version for s in list_standards(base.op) if s.id == base.id)}"
+    elif template is not None:
+        tmpl = find_template(template)
+        table = {k: v for k, v in tmpl.table.items()}
+        existing = [s for s in list_standards(table["op"]) if s.id == tmpl.id]
+        version = max((s.version for s in existing), default=0) + 1
+        if existing:
+            table["supersedes"] = f"{tmpl.id}@{version - 1}"
     else:
         if op is None or inputs is None:
             raise ParameterError("calibrate needs --op and --inputs (or --standard ID to recalibrate)")
@@ -244,12 +257,23 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     in_fmts = list(std0.inputs)
     variants = [v for v in list(variants_for(std0.op)) + list(extra_variants)
                 if v.op == std0.op and (v.applies is None or v.applies(out_fmt, in_fmts, dict(std0.suite.get("params", {}))))]
+    notes: list[str] = []
+    import dataclasses as _dc
+
+    for name, why in (tmpl.exclude or {}).items():
+        if any(v.name == name for v in variants):
+            notes.append(f"variant {name} is not evidence for this standard: {why}")
+    variants = [v for v in variants if v.name not in (tmpl.exclude or {})]
+    for name, why in (tmpl.allow or {}).items():
+        if any(v.name == name for v in variants):
+            notes.append(f"variant {name} is legitimate under this standard: {why}")
+    variants = [_dc.replace(v, legit=True, family=v.family + " (allowed)") if v.name in (tmpl.allow or {}) else v
+                for v in variants]
     backend_info, backend_variants = _backend_variants(std0, backends)
     variants += backend_variants
     if not any(v.legit for v in variants):
         raise NumstdError(f"no legitimate variant for {std0.op} {in_fmts[0].name}→{out_fmt.name}; add some to numstd.corpus")
 
-    jobs = [(v, c) for c in cases for v in variants]
     prepared = {}
     done = 0
 
@@ -260,6 +284,9 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for case, prep_ in zip(cases, pool.map(prep, cases)):
             prepared[case.id] = prep_
+        # a variant runs where it applies (formats, accumulation) and, for a bug, where it can show
+        jobs = [(v, c) for c in cases for v in variants
+                if not hasattr(v, "applicable") or v.applicable(prepared[c.id].arrays, prepared[c.id].params, out_fmt, acc_fmt)]
 
         def work(job: tuple) -> tuple:
             v, c = job
@@ -281,17 +308,19 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         if v.legit:
             needed[(v.name, c.id)] = _needed(std0, prepared[c.id], actual, constant)
     problems: list[str] = []
-    notes: list[str] = []
     floor = tmpl.floor
-    # a backend is evidence only if it computes what the standard declares: one that needs far more
-    # than every corpus variant (e.g. jax on CPU accumulating bf16 in bf16) is reported, not fitted
-    corpus_need = max((x for (vn, _), x in needed.items() if not vn.startswith("backend:") and math.isfinite(x)), default=0.0)
+    # a library or backend is evidence only if it computes what the standard declares: one that needs
+    # far more than every numpy model of the corpus (jax on CPU accumulating bf16 in bf16, torch's
+    # bf16 erf flushing tiny inputs to zero) is reported as non-conforming, not fitted
+    third_party = {v.name for v in variants if v.name.startswith("backend:") or v.family == "library"}
+    corpus_need = max((x for (vn, _), x in needed.items() if vn not in third_party and math.isfinite(x)), default=0.0)
     limit = 10.0 * max(corpus_need, floor, 1e-12)
-    excluded = sorted({vn for (vn, _), x in needed.items() if vn.startswith("backend:") and not x <= limit})
+    excluded = sorted({vn for (vn, _), x in needed.items() if vn in third_party and not x <= limit})
     for vn in excluded:
         worst = max(x for (v2, _), x in needed.items() if v2 == vn)
-        notes.append(f"{vn} needs {constant} = {worst:.3g} (> 10× every corpus variant): it does not compute in "
-                     f"{std0.accumulate.name} as the standard declares; reported, not used for the fit")
+        notes.append(f"{vn} needs {constant} = {worst:.3g} (> 10× every numpy model in the corpus): it does not "
+                     f"meet what the standard declares (accumulation in {std0.accumulate.name}, libm-quality math); "
+                     "reported as non-conforming, not used for the fit")
         needed = {k: v for k, v in needed.items() if k[0] != vn}
     if constant:
         finite = [x for x in needed.values() if math.isfinite(x)]
@@ -345,6 +374,8 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         if r.legit and not r.passed:
             problems.append(f"legitimate variant {r.variant} fails {r.failed} on {r.case}")
     bug_names = sorted({r.variant for r in rows if not r.legit and r.family != "backend-excluded"})
+    for b in sorted({v.name for v in variants if not v.legit} - set(bug_names)):
+        notes.append(f"bug variant {b} cannot show on any case of this suite (not observable); not tested")
     for b in bug_names:
         br = [r for r in rows if r.variant == b]
         if all(r.passed for r in br):
@@ -387,6 +418,7 @@ class _Prepared:
     env: dict
     params: dict
     shape: tuple
+    arrays: list
 
 
 def _prepare(std: Any, case: Any) -> _Prepared:
@@ -397,7 +429,7 @@ def _prepare(std: Any, case: Any) -> _Prepared:
     _, arrays, full = validate(std.op, list(case.inputs), dict(case.params))
     ref = reference(std.op, arrays, **full)
     env = environment(ref, {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]})
-    return _Prepared(ref, env, full, tuple(output_shape(std.op, arrays, full)))
+    return _Prepared(ref, env, full, tuple(output_shape(std.op, arrays, full)), arrays)
 
 
 def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
@@ -415,8 +447,11 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
     e1 = np.broadcast_to(m1.pre_rounding(p.env), r.shape) - e0
     b0 = e0 + std.model.rho * ulp(np.abs(r) + e0, std.output) + (std.output.smallest_normal if std.model.ftz else 0.0) \
         + p.ref.error_bound
-    fin = np.isfinite(actual) & np.isfinite(r)
-    if not fin.all() and (np.isfinite(actual) != np.isfinite(r)).any():
+    from .criteria import rounded_specials
+
+    expected = rounded_specials(r, std.output)
+    fin = np.isfinite(actual) & np.isfinite(expected)
+    if not fin.all() and (np.isfinite(actual) != np.isfinite(expected)).any():
         return math.inf
     err = np.abs(actual - r)[fin]
     excess = (err - np.broadcast_to(b0, r.shape)[fin])
@@ -570,6 +605,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", help="output format (default: the input format)")
     p.add_argument("--accumulate", default="float32", help="accumulation format (default float32)")
     p.add_argument("--standard", help="recalibrate this standard (ID or ID@N) into its next version")
+    p.add_argument("--template", help="calibrate this template instance by ID (e.g. NS-MATMUL-FP32-TF32)")
     p.add_argument("--backends", nargs="*", default=["numpy"], help="backends whose outputs join the evidence")
     p.add_argument("--quick", action="store_true", help="one seed, smallest and largest shapes")
     p.add_argument("--seed", type=int, default=0, help="seed offset for the suite")
@@ -580,12 +616,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     cmd = "python -m numstd calibrate " + " ".join(
         f"--{k} {v}" for k, v in (("op", args.op), ("inputs", args.inputs), ("output", args.output),
-                                  ("standard", args.standard)) if v) \
+                                  ("standard", args.standard), ("template", args.template)) if v) \
         + (f" --accumulate {args.accumulate}" if args.accumulate != "float32" else "") \
         + (" --backends " + " ".join(args.backends) if args.backends != ["numpy"] else "") \
         + (" --quick" if args.quick else "") + (f" --seed {args.seed}" if args.seed else "")
     start = time.perf_counter()
-    res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard,
+    res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard, template=args.template,
                     backends=args.backends, quick=args.quick, seed=args.seed, out=args.out, date=args.date,
                     progress=_progress_bar(), command=cmd.strip())
     print(file=sys.stderr)

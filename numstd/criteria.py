@@ -34,9 +34,25 @@ import numpy as np
 from .distribution import DistributionAccumulator, UlpDistribution
 from .verdict import CriterionResult, Offender
 
-__all__ = ["Judge", "JudgeResult"]
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials"]
 
 WORST_K = 10
+
+
+def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
+    """``r`` with the values that overflow ``fmt`` replaced by their rounding (±inf or NaN).
+
+    Only huge or non-finite references can round to a non-finite value, so only those are rounded;
+    the finite rest is returned unchanged (and unrounded).
+    """
+    from .formats import round_to
+
+    big = ~(np.abs(r) < fmt.max_finite)
+    if not big.any():
+        return r
+    out = np.array(r, dtype=np.float64)
+    out[big] = np.asarray(round_to(r[big], fmt), dtype=np.float64)
+    return out
 
 
 @dataclass
@@ -84,7 +100,6 @@ class Judge:
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple) -> None:
         """Judge one chunk: ``actual`` (float64 values of the output), ``ref`` (float64 exact values),
         ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk)."""
-        from .formats import round_to
         from .ulp import ulp_error
 
         a = np.asarray(actual, dtype=np.float64).reshape(-1)
@@ -93,12 +108,7 @@ class Judge:
         self.n += a.size
         if a.size == 0:
             return
-        # what the correctly rounded reference is: only huge or non-finite r can be non-finite
-        exp_val = r
-        big = ~(np.abs(r) < self.fmt.max_finite)
-        if big.any():
-            exp_val = r.copy()
-            exp_val[big] = np.asarray(round_to(r[big], self.fmt), dtype=np.float64)
+        exp_val = rounded_specials(r, self.fmt)
         a_fin = np.isfinite(a)
         e_fin = np.isfinite(exp_val)
         both = a_fin & e_fin

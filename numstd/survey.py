@@ -631,12 +631,6 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-class _CallableModule(types.ModuleType):
-    """``numstd.survey`` names both this module and its function: importing the submodule makes the
-    package attribute the module, so the module forwards calls to :func:`survey`."""
+from ._callable import make_callable  # noqa: E402
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Survey:
-        return survey(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, survey)

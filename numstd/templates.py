@@ -22,9 +22,10 @@ else:  # pragma: no cover
 
 __all__ = ["Template", "instances", "find_template", "to_toml"]
 
-_TEMPLATE_KEYS = {"op", "calibrate", "margin", "floor", "model", "criteria", "suite", "rationale", "standards"}
+_TEMPLATE_KEYS = {"op", "calibrate", "margin", "floor", "model", "criteria", "suite", "rationale", "standards",
+                  "allow", "exclude"}
 _INSTANCE_KEYS = {"id", "op", "title", "inputs", "output", "accumulate", "default", "selector", "model",
-                  "criteria", "suite", "calibrate", "margin", "floor"}
+                  "criteria", "suite", "calibrate", "margin", "floor", "allow", "exclude"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Template:
     calibrate: str
     floor: float
     source: str
+    allow: Mapping[str, str] = None  # bug variant -> why this standard accepts it (e.g. TF32 rounding)
+    exclude: Mapping[str, str] = None  # legitimate variant -> why it is not evidence for this standard
 
 
 def _merge(base: dict, over: Mapping[str, Any]) -> dict:
@@ -84,7 +87,10 @@ def instances() -> list[Template]:
             }
             if inst.get("selector"):
                 table["selector"] = dict(inst["selector"])
-            result.append(Template(inst["id"], table, calibrate, float(inst.get("floor", doc.get("floor", 0.0))), where))
+            allow = dict(doc.get("allow", {}), **inst.get("allow", {}))
+            exclude = dict(doc.get("exclude", {}), **inst.get("exclude", {}))
+            result.append(Template(inst["id"], table, calibrate, float(inst.get("floor", doc.get("floor", 0.0))), where,
+                                   allow, exclude))
     return result
 
 

@@ -1,0 +1,159 @@
+"""References: the exact op applied to the exact inputs a kernel received, with a proven error bound.
+
+``reference(op, inputs, **params)`` upcasts the inputs losslessly to float64 (every numstd format
+embeds in float64) and evaluates the op's formula (:mod:`numstd.ops`) in float64 with
+double-double (compensated) sums where float64 alone is not accurate enough: row sums, means,
+prefix sums, and the dot products of a matrix product that cancel.  Each result carries
+``error_bound``, a bound on ``|values - exact|`` element by element, and ``aux``, the magnitudes
+the error models of :mod:`numstd.models` need.
+
+One module per family computes values, bounds and aux:
+
+==================  =================================================================
+module              ops
+==================  =================================================================
+``summation``       double-double building blocks (no op)
+``contraction``     matmul, linear
+``reduction``       sum, mean, cumsum
+``softmax``         softmax, log_softmax
+``normalization``   layer_norm, rms_norm
+``elementwise``     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt
+``attention``       attention
+``loss``            cross_entropy
+==================  =================================================================
+
+Conventions shared by all bounds:
+
+* ``u = 2**-53``; each module docstring derives its bound (first order in ``u`` plus explicit
+  second-order terms); the final bound is multiplied by ``1 + 2**-20`` to cover the rounding
+  errors made while *evaluating* the bound formula and the neglected terms of relative size
+  ``O(u)`` (all of which are below ``2**-30`` of the bound whenever the bound is finite).
+* Where ``values`` is not finite the bound is 0: the value is the IEEE-754 result (NaN or an
+  infinity propagated from non-finite inputs, or an overflow beyond float64's range, which any
+  narrower output format overflows as well).  A NaN produced by the bound formula becomes ``inf``.
+* Transcendental functions (numpy's ``exp``/``log``/``log1p``/``tanh``, scipy's ``erf``/``erfcx``)
+  are not correctly rounded; their accuracy is taken with a margin of at least 2x over the worst
+  error measured against mpmath (``tests/test_reference.py`` re-measures it); see
+  :mod:`numstd.reference.elementwise`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["Reference", "reference", "INFLATE"]
+
+INFLATE: float = 1.0 + 2.0**-20
+"""Factor applied to every bound (module docstring)."""
+
+# op name -> (module in numstd.reference, function name); imported on first use
+_IMPL: Mapping[str, tuple[str, str]] = types.MappingProxyType({
+    "matmul": ("contraction", "matmul"),
+    "linear": ("contraction", "linear"),
+    "sum": ("reduction", "sum_"),
+    "mean": ("reduction", "mean"),
+    "cumsum": ("reduction", "cumsum"),
+    "softmax": ("softmax", "softmax"),
+    "log_softmax": ("softmax", "log_softmax"),
+    "layer_norm": ("normalization", "layer_norm"),
+    "rms_norm": ("normalization", "rms_norm"),
+    **{name: ("elementwise", "elementwise") for name in (
+        "exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")},
+    "attention": ("attention", "attention"),
+    "cross_entropy": ("loss", "cross_entropy"),
+})
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The exact op on the exact inputs, in float64, with a bound on its own error.
+
+    Attributes
+    ----------
+    op : str
+    values : numpy.ndarray of float64
+        The op applied to the inputs (upcast losslessly to float64), output shape of the op.
+    error_bound : numpy.ndarray of float64
+        Broadcastable to ``values``: ``|values - exact| <= error_bound`` element by element.
+    aux : mapping of str to numpy.ndarray
+        Magnitudes the error models need (float64; names per op in :data:`numstd.models.OP_TERMS`).
+    params : mapping
+        The full parameter set (defaults filled, as returned by :func:`numstd.ops.validate`).
+
+    All arrays are read-only.
+    """
+
+    op: str
+    values: np.ndarray
+    error_bound: np.ndarray
+    aux: Mapping[str, np.ndarray]
+    params: Mapping[str, object]
+
+
+def _readonly(a: Any) -> np.ndarray:
+    view = np.asarray(a, dtype=np.float64).view()  # a read-only view never freezes the caller's array
+    view.flags.writeable = False
+    return view
+
+
+def _finish_bound(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    bound = np.asarray(bound, dtype=np.float64) * INFLATE
+    bound = np.where(np.isnan(bound), np.inf, bound)
+    return np.where(np.isfinite(values), bound, 0.0)
+
+
+def reference(op: str, inputs: Sequence[Any], **params: Any) -> Reference:
+    """Compute the reference result of ``op`` on ``inputs``.
+
+    Parameters
+    ----------
+    op : str
+        Op name from :data:`numstd.ops.OPS`.
+    inputs : sequence of arrays
+        The exact inputs the kernel received (numpy incl. ml_dtypes, torch or jax arrays), in the
+        order of the op's :attr:`~numstd.ops.OpSpec.inputs`.
+    **params
+        Op parameters (``axis``, ``eps``, ``approximate``, ``scale``, ``causal``, ``reduction``…).
+
+    Returns
+    -------
+    Reference
+
+    Raises
+    ------
+    UnknownOpError, ParameterError, DtypeError, ShapeError
+        From :func:`numstd.ops.validate`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = reference("sum", [np.array([1e8, 1.0, -1e8], dtype=np.float32)])
+    >>> float(r.values), bool(r.error_bound <= 2.0**-60)
+    (1.0, True)
+    """
+    from ..ops import validate
+
+    spec, arrays, full = validate(op, inputs, params)
+    module, func = _IMPL[spec.name]
+    impl = getattr(importlib.import_module(f"{__name__}.{module}"), func)
+    with np.errstate(all="ignore"):
+        values, bound, aux = impl(spec.name, arrays, full)
+        values = np.asarray(values, dtype=np.float64)
+        bound = _finish_bound(values, bound)
+    return Reference(
+        op=spec.name,
+        values=_readonly(values),
+        error_bound=_readonly(bound),
+        aux=types.MappingProxyType({k: _readonly(v) for k, v in aux.items()}),
+        params=types.MappingProxyType(dict(full)),
+    )
+
+
+from .._callable import make_callable  # noqa: E402
+
+make_callable(__name__, reference)
