@@ -1,0 +1,117 @@
+"""References for layer_norm and rms_norm over the last axis: two-pass, double-double row sums.
+
+Notation per row of ``K`` elements: ``u = 2**-53``, ``d = ceil(log2 K)``, ``S1 = sum |x|``; a hat
+marks a computed quantity.  Every double-double sum is bounded as in
+:mod:`numstd.reference.summation` (``DD_C d u^2`` times the sum of magnitudes).
+
+layer_norm (two passes, Higham 2002 §1.9 and §4.2 — no cancellation in the variance):
+
+1. ``mu = (mh, ml)``: double-double sum / K (:func:`~numstd.reference.summation.dd_div_int`),
+   ``e_mu = DD_C d u^2 S1 / K + DIV_C u^2 |mh|`` (``DIV_C = 5``).
+2. ``dev_j = fl(fl(x_j - mh) - ml)``: ``|dev_j - (x_j - mu)| <= delta_j = 2.01 u |dev_j| + u^2 |mh| + e_mu``.
+3. ``V = (sum_j dev_j^2) / K`` in double-double, rounded: relative error ``<= 2u + DD_C d u^2 + DIV_C u^2``
+   w.r.t. the computed ``dev``, plus ``e_V' = sum_j delta_j (2|dev_j| + delta_j) / K`` from
+   ``dev``'s own error: ``e_V = (2u + DD_C d u^2 + DIV_C u^2) V + e_V'``.
+4. ``W = fl(V + eps)`` (``+ u W``), ``sigma = sqrt(W)`` (correctly rounded, ``+ u sigma``):
+   ``e_sigma = u sigma + (u W + e_V) / sigma`` (as ``|sqrt(a) - sqrt(b)| <= |a - b| / sqrt(a)``).
+5. ``xhat_j = fl(dev_j / sigma)``:
+   ``|xhat_j - exact| <= u |xhat_j| + delta_j / sigma + (|dev_j| + delta_j) e_sigma / (sigma (sigma - e_sigma))``.
+6. ``y_j = fl(fl(xhat_j w_j) + b_j)``: ``|y_j - exact| <= |w_j| |xhat_j - exact| + u |xhat_j w_j| + u |y_j|``.
+
+rms_norm: ``q = mean(x^2)`` (each square relative error ``<= u``, sum and division as above:
+``e_q = (2u + DD_C d u^2 + DIV_C u^2) q``), ``W = fl(q + eps)``, ``rms = sqrt(W)`` with ``e_rms`` as in
+step 4, ``xhat_j = fl(x_j / rms)`` with ``|xhat_j - exact| <= u |xhat_j| + |x_j| e_rms / (rms (rms -
+e_rms))``, ``y_j = fl(xhat_j w_j)`` (``+ u |y_j|``).
+
+When ``e_sigma >= sigma`` (a variance that is zero up to rounding and ``eps = 0``) the bound is
+infinite; ``0/0`` gives NaN as in torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
+
+__all__ = ["layer_norm", "rms_norm"]
+
+
+def _mean_dd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    hi, lo, depth = pairwise_sum(a, -1)
+    mh, ml = dd_div_int(hi, lo, a.shape[-1])
+    return mh[..., None], ml[..., None], depth
+
+
+def _inverse_term(sigma: np.ndarray, e_sigma: np.ndarray) -> np.ndarray:
+    """``e_sigma / (sigma (sigma - e_sigma))``; inf when ``sigma - e_sigma <= 0``."""
+    gap = sigma - e_sigma
+    return np.where(gap > 0, e_sigma / (sigma * np.where(gap > 0, gap, 1.0)), np.inf)
+
+
+def _affine(xhat: np.ndarray, err: np.ndarray, w: np.ndarray | None, b: np.ndarray | None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """y = xhat * w + b with its bound; returns y, bound, |w|, |b|."""
+    absw = np.ones(xhat.shape[-1]) if w is None else np.abs(w)
+    absb = np.zeros(xhat.shape[-1]) if b is None else np.abs(b)
+    y = xhat if w is None else xhat * w
+    prod = np.abs(y)
+    if b is not None:
+        y = y + b
+    bound = absw * err + (0.0 if w is None else U * prod) + (0.0 if b is None else U * np.abs(y))
+    return y, bound, absw, absb
+
+
+def _f64(a: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None else np.asarray(a, dtype=np.float64)
+
+
+def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``layer_norm(x, weight, bias, eps)``; see the module docstring for the bound."""
+    x, w, b = (_f64(a) for a in arrays)
+    eps = params["eps"]
+    K = x.shape[-1]
+    if x.size == 0:
+        z = np.zeros(x.shape)
+        one = z[..., :1]
+        return z, z, {"mean": one, "sigma": one, "xhat": z, "absw": np.ones(K), "absb": np.zeros(K),
+                      "absx": z, "K": np.asarray(float(K))}
+    absx = np.abs(x)
+    S1 = np.sum(absx, axis=-1, keepdims=True)
+    mh, ml, depth = _mean_dd(x)
+    e_mu = DD_C * depth * U * U * S1 / K + DIV_C * U * U * np.abs(mh)
+    dev = (x - mh) - ml
+    adev = np.abs(dev)
+    delta = 2.01 * U * adev + U * U * np.abs(mh) + e_mu
+    vh, vl, _ = _mean_dd(dev * dev)
+    V = vh + vl
+    e_V = (2 * U + DD_C * depth * U * U + DIV_C * U * U) * V + np.sum(delta * (2 * adev + delta), axis=-1,
+                                                                   keepdims=True) / K
+    W = V + eps
+    sigma = np.sqrt(W)
+    e_sigma = U * sigma + np.where(sigma > 0, (U * W + e_V) / np.where(sigma > 0, sigma, 1.0), np.inf)
+    xhat = dev / sigma
+    err = U * np.abs(xhat) + delta / sigma + (adev + delta) * _inverse_term(sigma, e_sigma)
+    y, bound, absw, absb = _affine(xhat, err, w, b)
+    aux = {"mean": mh, "sigma": sigma, "xhat": xhat, "absw": absw, "absb": absb, "absx": absx,
+           "K": np.asarray(float(K))}
+    return y, bound, aux
+
+
+def rms_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``rms_norm(x, weight, eps)``; see the module docstring for the bound."""
+    x, w = (_f64(a) for a in arrays)
+    eps = params["eps"]
+    K = x.shape[-1]
+    if x.size == 0:
+        z = np.zeros(x.shape)
+        return z, z, {"rms": z[..., :1], "xhat": z, "absw": np.ones(K), "K": np.asarray(float(K))}
+    qh, ql, depth = _mean_dd(x * x)
+    q = qh + ql
+    e_q = (2 * U + DD_C * depth * U * U + DIV_C * U * U) * q
+    W = q + eps
+    rms = np.sqrt(W)
+    e_rms = U * rms + np.where(rms > 0, (U * W + e_q) / np.where(rms > 0, rms, 1.0), np.inf)
+    xhat = x / rms
+    err = U * np.abs(xhat) + np.abs(x) * _inverse_term(rms, e_rms)
+    y, bound, absw, _ = _affine(xhat, err, w, None)
+    return y, bound, {"rms": rms, "xhat": xhat, "absw": absw, "K": np.asarray(float(K))}

@@ -1,0 +1,128 @@
+"""References for softmax and log_softmax: max-shifted exponentials with a double-double row sum.
+
+For a row ``x`` (the reduced axis) with exact maximum ``m`` and ``u = 2**-53``:
+
+* ``d_j = fl(x_j - m)`` with ``|d_j - (x_j - m)| <= u |d_j|``;
+* ``e_j = exp(d_j)`` with relative error ``<= C_EXP u`` (numpy's float64 ``exp``; ``C_EXP = 4``
+  from :mod:`~numstd.reference.elementwise`), plus ``2**-1074`` absolute where it underflows;
+  the maximum gives ``e = exp(0) = 1`` exactly, so ``Z = sum_j e_j >= 1``;
+* ``Z = (Zh, Zl)`` by :func:`~numstd.reference.summation.pairwise_sum` (all terms ``>= 0``:
+  relative error ``<= u + DD_C d u^2`` after rounding to ``Zh``), ``d = ceil(log2 K)``.
+
+softmax ``y_j = fl(e_j / Zh)``.  The relative error of ``e_j`` is at most ``u|d_j| + C_EXP u``, that
+of ``Z`` at most the ``y``-weighted mean of those, ``u devmean + C_EXP u`` (``devmean = sum_j y_j
+|d_j|``), plus the summation error, plus one rounding for the division:
+
+    |y_j - exact| <= y_j ((2 C_EXP + 3) u + u |d_j| + u devmean + DD_C d u^2) + (K + 2) 2**-1074.
+
+log_softmax ``y_j = fl(d_j - L)`` with ``L = log1p(T)``, ``T = sum_{j != argmax} e_j`` (the row
+sum less the exact 1 of the maximum, so ``L`` keeps full relative accuracy when one logit
+dominates and ``y_argmax = -L`` is tiny).  ``log1p`` has relative error ``<= C_LOG u`` (measured
+``<= 0.55 ulp``; ``C_LOG = 4``) and ``|d log1p(T) / dT| = 1 / Z``, so
+
+    |L - exact| <= L (C_LOG + C_EXP + 1 + DD_C d u) u + u devmean + K 2**-1074,
+    |y_j - exact| <= u |y_j| + u |d_j| + |L - exact|.
+
+``d_j <= 0 <= L``, so ``|y_j| = |d_j| + L``: no cancellation, the bound is a few ``u |y_j|``.
+``-inf`` logits (masks) give ``e_j = 0`` and ``y_j = 0`` or ``-inf`` exactly; a row of ``-inf`` or
+with ``+inf``/NaN gives NaN (as torch does).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .elementwise import C_EXP, C_LOG
+from .summation import DD_C, U, pairwise_sum
+
+__all__ = ["softmax", "log_softmax", "Rows", "exp_rows", "lse_error"]
+
+_TINY = 2.0**-1074
+
+
+class Rows(NamedTuple):
+    """The pieces of a max-shifted exponential row sum, last axis reduced (keepdims)."""
+
+    d: np.ndarray        # fl(x - max)
+    e: np.ndarray        # exp(d)
+    y: np.ndarray        # e / Zh (softmax)
+    zh: np.ndarray       # row sum of e, rounded (keepdims)
+    lse: np.ndarray      # log1p(sum of e without the first maximum) = log(Z) (keepdims)
+    devmean: np.ndarray  # sum_j y_j |d_j| (keepdims)
+    depth: int           # ceil(log2 K)
+    rel: np.ndarray      # bound on |y_j / exact - 1| where nothing underflows, per element
+
+
+def exp_rows(x: np.ndarray, with_lse: bool = True) -> Rows:
+    """Max-shifted exponentials, softmax and log-sum-exp of the rows (last axis) of ``x``.
+
+    ``with_lse=False`` skips the second row sum that ``lse`` needs (``lse`` is then NaN).
+    """
+    m = np.max(x, axis=-1, keepdims=True)
+    d = x - m
+    e = np.exp(d)
+    zh, zl, depth = pairwise_sum(e, -1)
+    zh = zh[..., None]
+    y = e / zh
+    live = e > 0
+    dev = np.abs(d)
+    devmean = np.sum(np.where(live, y * dev, 0.0), axis=-1, keepdims=True)
+    lse = np.full(zh.shape, np.nan)
+    if with_lse:  # log(Z) = log1p(Z - 1), Z - 1 = the sum without the first maximum's exact 1
+        first = np.argmax(x, axis=-1)[..., None]
+        rest = e.copy()
+        np.put_along_axis(rest, first, 0.0, axis=-1)
+        th, _, _ = pairwise_sum(rest, -1)
+        lse = np.log1p(th)[..., None]
+    rel = (2 * C_EXP + 3) * U + U * np.where(live, dev, 0.0) + U * devmean + DD_C * depth * U * U
+    return Rows(d, e, y, zh, lse, devmean, depth, rel)
+
+
+def lse_error(r: Rows) -> np.ndarray:
+    """Bound on ``|r.lse - log(sum_j exp(x_j - max))|`` (module docstring), keepdims."""
+    K = r.d.shape[-1]
+    return r.lse * (C_LOG + C_EXP + 1 + DD_C * r.depth * U) * U + U * r.devmean + K * _TINY
+
+
+def _aux(r: Rows, x: np.ndarray) -> dict:
+    return {"dev": np.abs(r.d), "devmean": r.devmean, "K": np.asarray(float(x.shape[-1]))}
+
+
+def _move(fn):  # run a last-axis implementation on params["axis"]
+    def wrapped(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+        axis = params["axis"]
+        x = np.moveaxis(np.asarray(arrays[0], dtype=np.float64), axis, -1)
+        if x.size == 0:
+            z = np.zeros(x.shape)
+            aux = {"dev": z, "devmean": z[..., :1], "K": np.asarray(float(x.shape[-1]))}
+            if op == "log_softmax":
+                aux["lse"] = z[..., :1]
+            return np.moveaxis(z, -1, axis), np.moveaxis(z, -1, axis), {
+                k: (np.moveaxis(v, -1, axis) if v.ndim else v) for k, v in aux.items()}
+        values, bound, aux = fn(x)
+        back = {k: (np.moveaxis(v, -1, axis) if v.ndim else v) for k, v in aux.items()}
+        return np.moveaxis(values, -1, axis), np.moveaxis(bound, -1, axis), back
+    wrapped.__doc__ = fn.__doc__
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+@_move
+def softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``softmax(x, axis)``; see the module docstring for the bound."""
+    r = exp_rows(x, with_lse=False)
+    bound = np.where(r.y > 0, r.y * r.rel, 0.0) + (x.shape[-1] + 2) * _TINY
+    return r.y, bound, _aux(r, x)
+
+
+@_move
+def log_softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``log_softmax(x, axis)``; see the module docstring for the bound."""
+    r = exp_rows(x)
+    values = r.d - r.lse
+    bound = U * np.abs(values) + U * np.abs(r.d) + lse_error(r)
+    aux = _aux(r, x)
+    aux["lse"] = r.lse
+    return values, bound, aux
