@@ -1,9 +1,8 @@
 """Captures: capture → write → read → compare across two backends, exact bits, metadata, refusal of
 altered files, failing and raising backends, and the ``capture`` / ``compare`` commands.
 
-Standards are taken from their template instances (``ID@0``, :func:`numstd.capture.resolve_standard`)
-so these tests do not depend on which standards are published; the suite and case IDs are those of
-the published standard.  Truth: the backend's own output, compared bit for bit with what the file
+Captures cite the published standard (``ID@N``); template instances (``ID@0``) still resolve, so
+captures can be taken before a standard is published; the suite and case IDs are the same.  Truth: the backend's own output, compared bit for bit with what the file
 returns; for the cross-capture statistics, direct comparison of the two bit patterns.
 """
 
@@ -43,7 +42,7 @@ def test_capture_holds_exact_bits_and_metadata(files):
     meta = capture_metadata(table)
     std = resolve_standard(STANDARD)
     assert meta["schema"] == SCHEMA and meta["backend"] == "numpy"
-    assert meta["standard"] == f"{std.id}@0" and meta["standard_sha256"] == std.sha256
+    assert meta["standard"] == std.key and meta["standard_sha256"] == std.sha256
     assert meta["numstd_version"] and meta["date"] and meta["host"] and "numpy" in meta["versions"]
     assert meta["device"].startswith("cpu") and isinstance(meta["flags"], dict) and meta["quick"] is True
     from numstd.suites import cases_for
@@ -141,7 +140,7 @@ def test_cli_capture_and_compare(tmp_path, capsys):
 
     out = tmp_path / "relu.parquet"
     assert main(["capture", "--standard", "NS-RELU-FP32", "--backend", "numpy", "--out", str(out), "--quick"]) == 0
-    assert "NS-RELU-FP32@0" in capsys.readouterr().out
+    assert "NS-RELU-FP32@1" in capsys.readouterr().out
     assert main(["compare", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["passed"] and len(doc["captures"][0]["verdicts"]) == 6
@@ -183,7 +182,7 @@ def test_gpu_capture_script_runs_on_the_cpu(tmp_path):
         if f["kind"] == "capture":
             meta = capture_metadata(read_capture(tmp_path / f["path"]))
             assert meta["standard"] == f["standard"]
-    tf32 = [f for f in manifest["files"] if f.get("standard") == "NS-MATMUL-FP32-TF32@0"]
+    tf32 = [f for f in manifest["files"] if f.get("standard") == "NS-MATMUL-FP32-TF32@1"]
     assert tf32 and all(f["selector"] == {"allow_tf32": True} for f in tf32)
     if "torch" in manifest["environment"] and manifest["environment"]["torch"]:
         assert "tensor_core" in kinds and manifest["tensor_core"]["summary"]["bfloat16/same"]
