@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", help="standard IDs (default: every template instance)")
     p.add_argument("--date", default=None)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--fp32-backends", nargs="*", default=["numpy", "jax:cpu"],
+                   help="backends joining the evidence of float32-input standards (libm-quality CPU "
+                        "libraries are legitimate there; 16-bit standards declare fp32 compute, which "
+                        "jax on CPU does not do, so they use numpy and the corpus only)")
     args = p.parse_args(argv)
     rows = []
     failed = 0
@@ -35,8 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         if t.table["op"] == "module" or (args.only and t.id not in args.only):
             continue
         start = time.perf_counter()
-        res = calibrate(template=t.id, out=args.out, date=args.date, quick=args.quick,
-                        command=f"python -m numstd calibrate --template {t.id}" + (" --quick" if args.quick else ""))
+        backends = args.fp32_backends if t.table["formats"]["inputs"][0] == "float32" else ["numpy"]
+        res = calibrate(template=t.id, out=args.out, date=args.date, quick=args.quick, backends=backends,
+                        command=f"python -m numstd calibrate --template {t.id}"
+                        + (f" --backends {' '.join(backends)}" if backends != ["numpy"] else "")
+                        + (" --quick" if args.quick else ""))
         took = time.perf_counter() - start
         print(f"{t.id}: ok={res.ok} {res.constant}={res.fitted:g} headroom={res.legit_headroom:.3g} "
               f"mildest-bug={res.bug_margin:.3g} ({took:.1f}s)", flush=True)
