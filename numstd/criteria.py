@@ -12,7 +12,8 @@ The criteria of a standard (DESIGN.md "Criteria"):
     ``|a_i − r_i| ≤ B_i`` (the error model, :mod:`numstd.models`) for all but
     ``bound_max_fraction`` of the finite elements.
 ``bias``
-    the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
+    over the references in the normal range (``|r_i| ≥`` the smallest normal; below it flushing may
+    be allowed and the ULP is constant), the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
     ``|m| ≤ τ + z·max(s, ρ/√3)/√n`` with ``s`` the sample standard deviation and ``ρ/√3`` the
     standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
     rejected for noise).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
@@ -135,7 +136,9 @@ class Judge:
         self.violations += int((norm > 1.0).sum())
         self.norm_max = max(self.norm_max, float(norm.max()))
         e_ulp = ulp_error(a, r, self.fmt)
-        self.dist.add(e_ulp, r)
+        # bias is a statement about rounding in the normal range: references below the smallest
+        # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
+        self.dist.add(e_ulp, np.where(np.abs(r) < self.fmt.smallest_normal, 0.0, r))
         self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
 
     def _keep_worst(self, norm, a, r, e_ulp, b, idx, chunk_index, chunk_shape) -> None:
