@@ -20,7 +20,7 @@ import numpy as np
 from ._version import __version__
 from .arrays import to_numpy
 from .chunks import DEFAULT_CHUNK, plan
-from .criteria import Judge, evaluate
+from .criteria import Judge, evaluate, judge_chunk
 from .distribution import UlpDistribution
 from .errors import NonConformance, NumstdError, ParameterError
 from .verdict import CriterionResult, Verdict
@@ -98,8 +98,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     for ch in plan(spec.kind, op, arrays, full, shape, chunk_size):
         ref = reference(op, ch.inputs, **full)
         env = environment(ref, fmts)
-        bound = std.model.bound(env, std.output, ref.error_bound)
-        judge.add(np.asarray(act[ch.out_index], dtype=np.float64), ref.values, bound, ch.out_index)
+        judge_chunk(judge, std, env, ref, np.asarray(act[ch.out_index], dtype=np.float64), ch.out_index)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
     passed = all(c.passed for c in criteria)

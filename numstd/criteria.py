@@ -12,8 +12,12 @@ The criteria of a standard (DESIGN.md "Criteria"):
     ``|a_i − r_i| ≤ B_i`` (the error model, :mod:`numstd.models`) for all but
     ``bound_max_fraction`` of the finite elements.
 ``bias``
-    over the references in the normal range (``|r_i| ≥`` the smallest normal; below it flushing may
-    be allowed and the ULP is constant), the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
+    over the elements where the final rounding dominates the error model (``E_i ≤ κ·ulp(r_i)``,
+    ``bias_kappa`` κ = 8 by default: where the accumulation allowance is many ULPs, legitimate
+    hardware such as truncating tensor-core block FMA has a systematic drift of a fraction of it,
+    and a bias in ULPs says nothing about rounding) and the references in the normal range
+    (``|r_i| ≥`` the smallest normal; below it flushing may be allowed and the ULP is constant),
+    the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
     ``|m| ≤ τ + z·max(s, ρ/√3)/√n`` with ``s`` the sample standard deviation and ``ρ/√3`` the
     standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
     rejected for noise).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
@@ -35,9 +39,23 @@ import numpy as np
 from .distribution import DistributionAccumulator, UlpDistribution
 from .verdict import CriterionResult, Offender
 
-__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials"]
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk"]
 
 WORST_K = 10
+
+
+def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> None:
+    """Bound and bias mask of one chunk under standard ``std``, then :meth:`Judge.add`.
+
+    The one place where a standard's model meets the judge (``check`` and ``calibrate`` both call it):
+    ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and the bias mask ``E_i ≤ κ·ulp(r_i)``.
+    """
+    from .ulp import ulp
+
+    e = std.model.pre_rounding(env)
+    bound = std.model.bound(env, std.output, ref.error_bound, pre=e)
+    mask = np.broadcast_to(e, np.shape(ref.values)) <= std.criteria.bias_kappa * ulp(ref.values, std.output)
+    judge.add(actual, ref.values, bound, chunk_index, bias_mask=mask)
 
 
 def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
@@ -98,14 +116,17 @@ class Judge:
         self.sz = 0
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
 
-    def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple) -> None:
+    def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
+            bias_mask: np.ndarray | None = None) -> None:
         """Judge one chunk: ``actual`` (float64 values of the output), ``ref`` (float64 exact values),
-        ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk)."""
+        ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk), ``bias_mask``
+        (elements that enter the bias statistic; see :func:`judge_chunk`)."""
         from .ulp import ulp_error
 
         a = np.asarray(actual, dtype=np.float64).reshape(-1)
         r = np.broadcast_to(np.asarray(ref, dtype=np.float64), np.shape(actual)).reshape(-1)
         b = np.broadcast_to(np.asarray(bound, dtype=np.float64), np.shape(actual)).reshape(-1)
+        m = None if bias_mask is None else np.broadcast_to(np.asarray(bias_mask, bool), np.shape(actual)).reshape(-1)
         self.n += a.size
         if a.size == 0:
             return
@@ -126,6 +147,7 @@ class Judge:
         idx = np.flatnonzero(both) if not both.all() else None
         if idx is not None:
             a, r, b = a[idx], r[idx], b[idx]
+            m = None if m is None else m[idx]
         if a.size == 0:
             return
         self.compared += a.size
@@ -138,7 +160,8 @@ class Judge:
         e_ulp = ulp_error(a, r, self.fmt)
         # bias is a statement about rounding in the normal range: references below the smallest
         # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
-        self.dist.add(e_ulp, np.where(np.abs(r) < self.fmt.smallest_normal, 0.0, r))
+        keep = np.abs(r) >= self.fmt.smallest_normal if m is None else m & (np.abs(r) >= self.fmt.smallest_normal)
+        self.dist.add(e_ulp, np.where(keep, r, 0.0))
         self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
 
     def _keep_worst(self, norm, a, r, e_ulp, b, idx, chunk_index, chunk_shape) -> None:

@@ -53,7 +53,7 @@ _TOP_KEYS = {
 _REQUIRED = ("schema", "id", "version", "status", "op", "title", "formats", "model", "criteria", "rationale", "provenance")
 _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
-    "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "ulp_max": float,
+    "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool,
 }
 _RATIONALE_KEYS = {"text": str, "citations": list}
@@ -72,6 +72,7 @@ class Criteria:
     bound_max_fraction: float = 0.0
     bias_tau: float = 0.1
     bias_z: float = 6.0
+    bias_kappa: float = 8.0
     ulp_max: float | None = None
     ulp_quantiles: Mapping[float, float] = field(default_factory=dict)
     output_rounding: tuple[str, ...] = ("rne",)
@@ -205,6 +206,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         bound_max_fraction=float(crit_t.get("bound_max_fraction", 0.0)),
         bias_tau=float(crit_t.get("bias_tau", 0.1)),
         bias_z=float(crit_t.get("bias_z", 6.0)),
+        bias_kappa=float(crit_t.get("bias_kappa", 8.0)),
         ulp_max=float(crit_t["ulp_max"]) if "ulp_max" in crit_t else None,
         ulp_quantiles=quantiles,
         output_rounding=rounding,

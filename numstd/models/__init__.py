@@ -142,11 +142,12 @@ class ErrorModel:
             raise SchemaError(f"model for {self.op}: terms {sorted(missing)} are not provided by the reference")
         return np.asarray(self.error.evaluate(scope), dtype=np.float64)
 
-    def bound(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0) -> np.ndarray:
-        """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``."""
+    def bound(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0, pre: Any = None) -> np.ndarray:
+        """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``
+        (``pre``: ``E_i`` when the caller has it already)."""
         from ..ulp import ulp
 
-        e = self.pre_rounding(env)
+        e = self.pre_rounding(env) if pre is None else pre
         b = e + self.rho * ulp(np.asarray(env["absref"]) + e, out_fmt)
         if self.ftz:
             b = b + out_fmt.smallest_normal
