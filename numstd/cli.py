@@ -101,6 +101,10 @@ def _run_show(args: argparse.Namespace) -> int:
 
 def render_standard(s) -> str:  # noqa: ANN001 - Standard
     """Human-readable text of one standard (also used by the docs generator)."""
+    if s.op == "module":
+        from .grade import describe_module_standard
+
+        return describe_module_standard(s)
     c = s.criteria
     consts = ", ".join(f"{k} = {v:g}" for k, v in sorted(s.model.constants.items())) or "none"
     lines = [

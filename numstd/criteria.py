@@ -18,9 +18,12 @@ The criteria of a standard (DESIGN.md "Criteria"):
     and a bias in ULPs says nothing about rounding) and the references in the normal range
     (``|r_i| ≥`` the smallest normal; below it flushing may be allowed and the ULP is constant),
     the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
-    ``|m| ≤ τ + z·max(s, ρ/√3)/√n`` with ``s`` the sample standard deviation and ``ρ/√3`` the
+    ``|m| ≤ τ + z·max(s, ρ/√3)/√n_eff`` with ``s`` the sample standard deviation and ``ρ/√3`` the
     standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
-    rejected for noise).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
+    rejected for noise).  ``n_eff`` is the number of elements, capped by the number of distinct
+    output values among them (counted in a fixed 2^20-bin hashed bitmap, so never over-counted):
+    equal outputs (a softmax of nearly equal logits, a broadcast row) have equal rounding errors,
+    which are one observation, not many.  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
     gives ``|m|`` of several ULPs; both fail on a few hundred elements while RNE and stochastic
     rounding (mean 0) pass.
 ``ulp_max`` / ``ulp_quantiles``
@@ -42,6 +45,8 @@ from .verdict import CriterionResult, Offender
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk"]
 
 WORST_K = 10
+_DISTINCT_BITS = 20
+_DISTINCT_BINS = 1 << _DISTINCT_BITS
 
 
 def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> None:
@@ -88,6 +93,7 @@ class JudgeResult:
     nan_where_finite: int
     signed_zero_mismatch: int
     worst: list = field(default_factory=list)
+    n_distinct: int = -1  # distinct output values in the bias statistic (-1: not counted)
 
 
 class Judge:
@@ -115,6 +121,7 @@ class Judge:
         self.nan_finite = 0
         self.sz = 0
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
+        self._seen = np.zeros(_DISTINCT_BINS, dtype=bool)  # hashed bitmap of bias-sample output values
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             bias_mask: np.ndarray | None = None) -> None:
@@ -162,6 +169,10 @@ class Judge:
         # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
         keep = np.abs(r) >= self.fmt.smallest_normal if m is None else m & (np.abs(r) >= self.fmt.smallest_normal)
         self.dist.add(e_ulp, np.where(keep, r, 0.0))
+        sample = a[keep & (r != 0)]
+        if sample.size:
+            h = (sample.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _DISTINCT_BITS)
+            self._seen[h.astype(np.intp)] = True
         self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
 
     def _keep_worst(self, norm, a, r, e_ulp, b, idx, chunk_index, chunk_shape) -> None:
@@ -192,6 +203,7 @@ class Judge:
             ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite,
             n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
+            n_distinct=int(np.count_nonzero(self._seen)),
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
         )
@@ -218,11 +230,13 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
     u = res.ulp
     if u.signed_count:
         sd = max(u.std_signed, std.model.rho / math.sqrt(3.0))
-        limit = c.bias_tau + c.bias_z * sd / math.sqrt(u.signed_count)
+        n_eff = u.signed_count if res.n_distinct < 0 else max(1, min(u.signed_count, res.n_distinct))
+        limit = c.bias_tau + c.bias_z * sd / math.sqrt(n_eff)
         ok = abs(u.mean_signed) <= limit
+        distinct = f", {n_eff:,} distinct values" if n_eff < u.signed_count else ""
         out.append(CriterionResult(
             "bias", ok, u.mean_signed, limit,
-            f"mean signed error {u.mean_signed:+.3f} ulp over {u.signed_count:,} elements (allowed ±{limit:.3f})"))
+            f"mean signed error {u.mean_signed:+.3f} ulp over {u.signed_count:,} elements{distinct} (allowed ±{limit:.3f})"))
     else:
         out.append(CriterionResult("bias", True, 0.0, math.inf, "no nonzero finite reference values to test bias on"))
     if c.ulp_max is not None:

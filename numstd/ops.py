@@ -53,7 +53,7 @@ __all__ = [
 
 KINDS: tuple[str, ...] = (
     "contraction", "reduction", "scan", "softmax", "normalization", "elementwise", "attention",
-    "loss", "exact",
+    "loss", "exact", "module",
 )
 
 
@@ -171,6 +171,10 @@ _CATALOG: tuple[OpSpec, ...] = (
           "cross_entropy with class-index targets, no weights, no ignore_index, no label "
           "smoothing): logits (N, C), target (N,) integers in [0, C); reduction 'mean' (sum / N), "
           "'sum' or 'none' (the N losses)."),
+    _spec("module", "module", ("inputs",), 0, {},
+          "y = model(*inputs): a whole model (a KernelBench-style nn.Module or callable) graded by numstd.grade against "
+          "its own float64 run: the NS-MODULE standards. Not an op of numstd.check or "
+          "numstd.reference."),
 )
 
 OPS: Mapping[str, OpSpec] = types.MappingProxyType({s.name: s for s in _CATALOG})
@@ -513,6 +517,11 @@ def validate(op: Any, inputs: Sequence[Any], params: Mapping[str, Any] | None = 
         With a message that names the input or parameter and how to fix it.
     """
     spec = get_op(op)
+    if spec.kind == "module":
+        raise ParameterError(
+            "op 'module' is a whole model: grade it with numstd.grade(reference, candidate, make_inputs) "
+            "or `python -m numstd grade --problem P.py --candidate C.py`, not with check/reference"
+        )
     if not isinstance(inputs, (list, tuple)):
         raise ParameterError(
             f"{spec.name}: inputs must be a list of arrays ({', '.join(spec.inputs)}), got "

@@ -33,8 +33,15 @@ def f32(*shape: int, seed: int = 0) -> np.ndarray:
 
 def test_catalog_has_the_designed_ops():
     expected = {"matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
-                "rms_norm", "attention", "cross_entropy", *ELEMENTWISE}
+                "rms_norm", "attention", "cross_entropy", "module", *ELEMENTWISE}
     assert set(OPS) == expected
+
+
+def test_module_is_graded_not_checked():
+    import numstd
+
+    with pytest.raises(ParameterError, match="numstd.grade"):
+        numstd.check(np.ones(3, np.float32), op="module", inputs=[np.ones(3, np.float32)])
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
