@@ -47,7 +47,7 @@ OP_TERMS: Mapping[str, tuple[str, ...]] = {
     "cumsum": ("abssum", "K"),
     "softmax": ("dev", "devmean", "K"),
     "log_softmax": ("dev", "devmean", "lse", "K"),
-    "layer_norm": ("mean", "sigma", "xhat", "absw", "absb", "absx", "K"),
+    "layer_norm": ("mean", "sigma", "xhat", "absw", "absb", "absx", "absmean", "K"),
     "rms_norm": ("rms", "xhat", "absw", "K"),
     "attention": ("absout", "scoremag", "K", "E"),
     "cross_entropy": ("lse", "dev", "K", "N"),

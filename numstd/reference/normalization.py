@@ -74,7 +74,7 @@ def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
         z = np.zeros(x.shape)
         one = z[..., :1]
         return z, z, {"mean": one, "sigma": one, "xhat": z, "absw": np.ones(K), "absb": np.zeros(K),
-                      "absx": z, "K": np.asarray(float(K))}
+                      "absx": z, "absmean": one, "K": np.asarray(float(K))}
     absx = np.abs(x)
     S1 = np.sum(absx, axis=-1, keepdims=True)
     mh, ml, depth = _mean_dd(x)
@@ -93,7 +93,7 @@ def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
     err = U * np.abs(xhat) + delta / sigma + (adev + delta) * _inverse_term(sigma, e_sigma)
     y, bound, absw, absb = _affine(xhat, err, w, b)
     aux = {"mean": mh, "sigma": sigma, "xhat": xhat, "absw": absw, "absb": absb, "absx": absx,
-           "K": np.asarray(float(K))}
+           "absmean": S1 / K, "K": np.asarray(float(K))}
     return y, bound, aux
 
 
