@@ -24,6 +24,20 @@ For one standard (a template instance, or a shipped standard to recalibrate):
 The same command and seed give the same draft and evidence, byte for byte: everything is seeded,
 the date comes from ``--date`` or ``SOURCE_DATE_EPOCH`` (else today), and the recorded command line
 is rebuilt from the parsed arguments.
+
+Scale-out (docs/scale-out.md).  Step 2 is a sweep (:mod:`numstd.sweep`) of tasks — one case and up
+to ``chunk`` variants that need the same resources — run by an executor (:mod:`numstd.executor`:
+a local process pool by default, or a Ray cluster whose GPU and Trainium nodes run the backends
+that need them).  A task regenerates its case from (shape, distribution, seed), runs its
+variants and returns their outputs' exact bits; the driver stores each task's result as one
+Parquet file of ``OUT/<ID>.sweep/`` as it arrives.  Steps 3–6 then run here from that
+dataset: the references (cheap next to the variants), the constant each case needs, the fit and
+the judgement under the fitted standard — so ``needed`` and the verdict come from the same output
+even for a backend that is not bit-reproducible, and the rows are built in the suite's case
+order, then the corpus's variant order, whatever order the tasks finished in.  A task's ID hashes
+what its outputs depend on (op, formats, case, variants, numstd's source), not the error model:
+rerunning the command after an interruption, or after changing the model, runs only the missing
+tasks.
 """
 
 from __future__ import annotations
@@ -45,7 +59,7 @@ import numpy as np
 from ._version import __version__
 from .errors import NumstdError, ParameterError, StandardNotFound
 
-__all__ = ["calibrate", "CalibrationResult", "EvidenceRow", "configure", "run"]
+__all__ = ["calibrate", "CalibrationResult", "EvidenceRow", "configure", "run", "add_executor_options"]
 
 
 @dataclass
@@ -88,6 +102,8 @@ class CalibrationResult:
     draft_path: Path | None = None
     evidence_path: Path | None = None
     plot_path: Path | None = None
+    sweep: Any = None               # numstd.sweep.SweepReport of phase 1 (tasks reused, ran, failed)
+    sweep_path: Path | None = None  # the dataset of the variants' outputs (None when temporary)
 
     def summary(self) -> str:
         """The end-of-run table: per legit variant the worst normalized error, per bug the strongest."""
@@ -178,7 +194,9 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
               accumulate: str = "float32", *, standard: str | None = None, template: str | None = None, backends: Sequence[str] = ("numpy",),
               quick: bool = False, seed: int = 0, out: str | os.PathLike | None = None,
               extra_variants: Iterable[Any] = (), date: str | None = None, workers: int | None = None,
-              progress: Callable[[int, int], None] | None = None, command: str | None = None) -> CalibrationResult:
+              progress: Callable[[int, int], None] | None = None, command: str | None = None,
+              executor: Any = "local", ray_address: str | None = None, retries: int = 2, chunk: int = 8,
+              sweep_dir: str | os.PathLike | None = None) -> CalibrationResult:
     """Calibrate one standard; see the module docstring.
 
     Parameters
@@ -202,7 +220,31 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     out : path, optional
         Where to write the draft, evidence and plot (nothing is written when None).
     extra_variants : iterable of corpus Variants
-        Added to the corpus for this run (tests use it to inject variants).
+        Added to the corpus for this run (tests use it to inject variants).  Those that cannot be
+        pickled (closures, lambdas) run in this process whatever the executor.
+    workers : int, optional
+        Processes of the local executor (default: every core), CPUs of a Ray started here.
+    progress : callable, optional
+        ``progress(done, total)`` over the tasks of the sweep.
+    executor : {"local", "ray", "serial"} or numstd.executor.Executor
+        Where the variant runs go (:mod:`numstd.executor`); the draft and evidence are the same
+        byte for byte whatever the executor and number of workers.
+    ray_address : str, optional
+        Ray cluster to connect to (default ``RAY_ADDRESS``, else a local Ray).
+    retries : int
+        Extra runs of a task that fails before calibration gives up on it (and raises
+        :class:`numstd.sweep.SweepFailed`, naming it).
+    chunk : int
+        Variants per task (each task runs them on one case).
+    sweep_dir : path, optional
+        The Parquet dataset of the variants' outputs (default ``OUT/<ID>.sweep``, shared by every
+        version of the standard; a temporary directory when ``out`` is None).  Running the same
+        calibration again on the same directory runs only the tasks whose result is missing.
+
+    Raises
+    ------
+    SweepFailed
+        A task still fails after its retries (the calibration cannot rest on partial evidence).
     """
     from .corpus import variants_for
     from .registry import get_standard, list_standards
@@ -253,9 +295,14 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         from .suites import make_case
 
         cases = [make_case(c.op, c.shape, c.distribution, c.seed + seed, [f.name for f in std0.inputs], c.params) for c in cases]
-    out_fmt, acc_fmt = std0.output, std0.accumulate
+    out_fmt = std0.output
     in_fmts = list(std0.inputs)
-    variants = [v for v in list(variants_for(std0.op)) + list(extra_variants)
+    extra_variants_list = list(extra_variants)
+    corpus_names = {v.name for v in variants_for(std0.op)}
+    clash = sorted(corpus_names & {v.name for v in extra_variants_list})
+    if clash:
+        raise ParameterError(f"extra variant name(s) {clash} already name corpus variants of {std0.op}; rename them")
+    variants = [v for v in list(variants_for(std0.op)) + extra_variants_list
                 if v.op == std0.op and (v.applies is None or v.applies(out_fmt, in_fmts, dict(std0.suite.get("params", {}))))]
     notes: list[str] = []
     import dataclasses as _dc
@@ -269,38 +316,42 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
             notes.append(f"variant {name} is legitimate under this standard: {why}")
     variants = [_dc.replace(v, legit=True, family=v.family + " (allowed)") if v.name in (tmpl.allow or {}) else v
                 for v in variants]
-    backend_info, backend_variants = _backend_variants(std0, backends)
-    variants += backend_variants
-    if not any(v.legit for v in variants):
-        raise NumstdError(f"no legitimate variant for {std0.op} {in_fmts[0].name}→{out_fmt.name}; add some to numstd.corpus")
+    from .executor import Executor, get_executor
+    from .sweep import read_sweep, run_sweep
 
-    prepared = {}
-    done = 0
+    ex = get_executor(executor, workers=workers, address=ray_address)
+    owned = not isinstance(executor, Executor)
+    tmp_dir = None
+    try:
+        backend_info, backend_variants = _backend_variants(std0, backends, ex)
+        variants += backend_variants
+        if not any(v.legit for v in variants):
+            raise NumstdError(f"no legitimate variant for {std0.op} {in_fmts[0].name}→{out_fmt.name}; add some to numstd.corpus")
+        # --- phase 1: run every applicable (variant, case) as tasks; their outputs stream into a dataset
+        tasks = _sweep_tasks(std0, cases, variants, {v.name for v in extra_variants_list}, chunk)
+        if sweep_dir is None:
+            if out is None:
+                import tempfile
 
-    def prep(case: Any) -> Any:
-        return _prepare(std0, case)
+                tmp_dir = tempfile.TemporaryDirectory(prefix="numstd-calibrate-")
+                sweep_dir = tmp_dir.name
+            else:
+                sweep_dir = Path(out) / f"{std0.id}.sweep"
+        report = run_sweep(tasks, sweep_dir, ex, retries=retries, progress=progress)
+        report.raise_for_failures()
+        ran = read_sweep(sweep_dir, tasks).to_pydict() if tasks else {k: [] for k in _RUN_COLUMNS}
+    finally:
+        if owned:
+            ex.close()
+        if tmp_dir is not None:
+            tmp_dir.cleanup()
+    stored = {(vn, cid): (dt, sh, bits) for vn, cid, dt, sh, bits in zip(*(ran[k] for k in _RUN_COLUMNS))}
 
-    workers = workers or min(8, os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for case, prep_ in zip(cases, pool.map(prep, cases)):
-            prepared[case.id] = prep_
-        # a variant runs where it applies (formats, accumulation) and, for a bug, where it can show
-        jobs = [(v, c) for c in cases for v in variants
-                if not hasattr(v, "applicable") or v.applicable(prepared[c.id].arrays, prepared[c.id].params, out_fmt, acc_fmt)]
-
-        def work(job: tuple) -> tuple:
-            v, c = job
-            p = prepared[c.id]
-            actual = np.asarray(v.fn([np.array(x) if x is not None else None for x in c.inputs], dict(p.params),
-                                     out_fmt, acc_fmt, 1000 * c.seed + 7), dtype=np.float64)
-            return v, c, actual
-
-        outputs = []
-        for res in pool.map(work, jobs):
-            outputs.append(res)
-            done += 1
-            if progress:
-                progress(done, len(jobs))
+    # --- phase 2 (here): references, then every stored output judged (order: case, then variant)
+    workers_ = min(8, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers_) as pool:
+        prepared = dict(zip((c.id for c in cases), pool.map(lambda c: _prepare(std0, c), cases)))
+    outputs = [(v, c, _unpack(*stored[(v.name, c.id)])) for c in cases for v in variants if (v.name, c.id) in stored]
 
     # --- fit
     needed: dict[tuple, float] = {}
@@ -385,6 +436,8 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     ok = not problems
     table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau)
     result = CalibrationResult(std1.id, version, constant, fitted, tau, rows, table, ok, problems, notes)
+    result.sweep = report
+    result.sweep_path = None if tmp_dir is not None else Path(sweep_dir)
     if out is not None:
         _write(result, Path(out))
     return result
@@ -481,8 +534,16 @@ def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
     return res, evaluate(std, res, std.output.name)
 
 
-def _backend_variants(std: Any, names: Sequence[str]) -> tuple[list[dict], list[Any]]:
-    """Available backends as legitimate variants (their output must be in the standard's output format)."""
+def _backend_variants(std: Any, names: Sequence[str], executor: Any = None) -> tuple[list[dict], list[Any]]:
+    """Available backends as legitimate variants (their output must be in the standard's output format).
+
+    Availability is probed where the backend's tasks will run (a task with the backend's
+    resources on ``executor``: a GPU node for ``torch:cuda``, a Trn node for ``nki``), so a driver
+    without the device still calibrates with it.  The variants returned here describe the
+    backend; the worker rebuilds the runnable one (:func:`_backend_variant`).
+    """
+    from .executor import SerialExecutor, Task, resources_for
+
     info: list[dict] = []
     out: list[Any] = []
     try:
@@ -491,29 +552,205 @@ def _backend_variants(std: Any, names: Sequence[str]) -> tuple[list[dict], list[
         return [{"name": n, "available": False, "reason": "numstd.backends not installed"} for n in names], []
     from .corpus import Variant
 
+    probes = []
     for name in names:
         try:
-            be = B.get(name)
+            B.get(name)
         except NumstdError as exc:
             info.append({"name": name, "available": False, "reason": str(exc)})
             continue
-        ok, why = be.available()
-        info.append({"name": name, "available": bool(ok), "reason": why or "", "version": getattr(be, "version", lambda: "")()})
-        if not ok or std.op not in be.ops():
+        info.append({"name": name})
+        probes.append(Task(f"probe-{len(probes)}", "numstd.calibrate:_probe_backend", {"name": name, "op": std.op},
+                           resources_for(name), f"probe {name}"))
+    found = {}
+    # on this machine the answer is the same in this process; on a cluster ask a node with the resources
+    for res in (executor if getattr(executor, "remote", False) else SerialExecutor()).run(probes):
+        name = res.task.args["name"]
+        found[name] = res.value if res.ok else {"available": False, "reason": (res.error.splitlines() or [""])[0],
+                                                "version": "", "implements": False}
+    for entry in info:
+        name = entry["name"]
+        if name not in found:
+            continue
+        p = found[name]
+        entry.update({"available": bool(p["available"]), "reason": p["reason"] or "", "version": p["version"]})
+        if not p["available"] or not p["implements"]:
             continue
 
-        def fn(inputs, params, out_fmt, acc_fmt, seed, _be=be):  # noqa: ANN001
-            from .formats import format_of
-
-            y = np.asarray(_be.run(std.op, inputs, **params))
-            if format_of(y) != out_fmt:
-                return np.full(y.shape, np.nan)  # not this standard's output format: excluded below
-            return y
+        def fn(*_: Any, _name: str = name) -> np.ndarray:
+            raise NumstdError(f"backend:{_name} runs in a sweep task (numstd.calibrate._run_task)")
 
         out.append(Variant(op=std.op, name=f"backend:{name}", family="backend", legit=True,
-                           description=f"{name} backend's own implementation", fn=fn,
-                           applies=lambda o, i, p, _be=be: _be.output_format(std.op, i) == o if hasattr(_be, "output_format") else o == i[0]))
+                           description=f"{name} backend's own implementation", fn=fn))
     return info, out
+
+
+def _probe_backend(name: str, op: str) -> dict:
+    """(Task) whether backend ``name`` runs here and implements ``op``, and its version."""
+    from . import backends as B
+
+    be = B.get(name)
+    ok, why = be.available()
+    return {"available": bool(ok), "reason": why or "", "version": getattr(be, "version", lambda: "")(),
+            "implements": bool(ok) and op in be.ops()}
+
+
+def _backend_variant(op: str, name: str) -> Any:
+    """The runnable variant of backend ``name`` (built on the worker that runs it)."""
+    from . import backends as B
+    from .corpus import Variant
+
+    be = B.get(name)
+    be.require()
+
+    def fn(inputs, params, out_fmt, acc_fmt, seed, _be=be):  # noqa: ANN001
+        from .formats import format_of
+
+        y = np.asarray(_be.run(op, inputs, **params))
+        if format_of(y) != out_fmt:
+            return np.full(y.shape, np.nan)  # not this standard's output format: excluded
+        return y
+
+    return Variant(op=op, name=f"backend:{name}", family="backend", legit=True,
+                   description=f"{name} backend's own implementation", fn=fn,
+                   applies=lambda o, i, p, _be=be: _be.output_format(op, i) == o if hasattr(_be, "output_format") else o == i[0])
+
+
+# ------------------------------------------------------------------------------ sweep tasks
+_RUN_COLUMNS = ("variant", "case", "dtype", "shape", "bits")
+
+
+def _sweep_tasks(std: Any, cases: Sequence[Any], variants: Sequence[Any], extra: set, chunk: int) -> list:
+    """Phase-1 tasks: per case, the variants grouped by the resources they need, ``chunk`` per task.
+
+    A task's ID hashes what its outputs depend on — op, formats, the case (shape, distribution,
+    seed, parameters), the variants' identities and numstd's code — not the error model, so a
+    recalibration with another model reuses the outputs.  Injected variants that cannot be pickled
+    (closures) get tasks of their own that run in this process (``Task.inline``).
+    """
+    from .executor import CPU, Task, resources_for
+    from .sweep import code_fingerprint, task_id
+
+    if int(chunk) < 1:
+        raise ParameterError(f"chunk={chunk}: pass a positive number of variants per task")
+    groups: dict[Any, list[tuple[str, dict]]] = {}
+    for v in variants:
+        if v.name.startswith("backend:"):
+            name = v.name.split(":", 1)[1]
+            groups.setdefault(resources_for(name), []).append((f"backend:{name}", {"source": "backend", "backend": name}))
+        elif v.name in extra:
+            fn = getattr(v, "fn", None)
+            code = hashlib.sha256(getattr(getattr(fn, "__code__", None), "co_code", b"")).hexdigest()[:12]
+            ident = f"object:{v.name}:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}:{code}"
+            groups.setdefault("inline" if not _picklable(v) else CPU, []).append((ident, {"source": "object", "variant": v}))
+        else:
+            groups.setdefault(CPU, []).append((f"corpus:{v.name}", {"source": "corpus", "name": v.name}))
+    fp = code_fingerprint()
+    fmts = {"inputs": [f.name for f in std.inputs], "output": std.output.name, "accumulate": std.accumulate.name}
+    tasks = []
+    for c in cases:
+        spec = {"shape": [int(x) for x in c.shape], "distribution": c.distribution, "seed": int(c.seed)}
+        params = _jsonable(dict(c.params))
+        for res, refs in groups.items():
+            for i in range(0, len(refs), int(chunk)):
+                part = refs[i:i + int(chunk)]
+                key = {"op": std.op, **fmts, "params": params, "case": spec, "variants": [r[0] for r in part],
+                       "fingerprint": fp}
+                args = {"op": std.op, **fmts, "params": params, "case": spec, "variants": [r[1] for r in part],
+                        "fingerprint": fp}
+                names = [r[0].split(":", 2)[1] if r[0].startswith("object:") else r[0].split(":", 1)[1] for r in part]
+                label = f"{c.id}: {names[0]}" + (f" … {names[-1]} ({len(part)})" if len(part) > 1 else "")
+                tasks.append(Task(task_id("calibrate-run", key), "numstd.calibrate:_run_task", args,
+                                  CPU if res == "inline" else res, label, inline=res == "inline"))
+    return tasks
+
+
+def _picklable(obj: Any) -> bool:
+    """Whether ``obj`` can travel to a worker process (a closure or lambda cannot: it runs inline)."""
+    import pickle
+
+    try:
+        pickle.dumps(obj)
+    except Exception:
+        return False
+    return True
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _run_task(*, op: str, inputs: list, output: str, accumulate: str, params: dict, case: dict,
+              variants: list, fingerprint: str) -> Any:
+    """(Task) regenerate one case, run the given variants where they apply, return their outputs.
+
+    One row per applicable variant: ``variant``, ``case``, ``dtype`` (the output format when the
+    output is exactly representable in it, else ``float64``), ``shape``, ``bits`` (C order,
+    little-endian) — what phase 2 needs to compute the constant each case needs and to judge it.
+    """
+    import pyarrow as pa
+
+    from .corpus import variants_for
+    from .formats import get_format
+    from .ops import validate
+    from .suites import make_case
+    from .sweep import require_fingerprint
+
+    require_fingerprint(fingerprint)
+    out_fmt, acc_fmt = get_format(output), get_format(accumulate)
+    c = make_case(op, case["shape"], case["distribution"], case["seed"], inputs, params)
+    _, arrays, full = validate(op, list(c.inputs), dict(c.params))
+    corpus = {v.name: v for v in variants_for(op)}
+    cols: dict[str, list] = {k: [] for k in _RUN_COLUMNS}
+    for ref in variants:
+        if ref["source"] == "corpus":
+            v = corpus[ref["name"]]
+        elif ref["source"] == "backend":
+            v = _backend_variant(op, ref["backend"])
+        else:
+            v = ref["variant"]
+        if hasattr(v, "applicable") and not v.applicable(arrays, full, out_fmt, acc_fmt):
+            continue
+        try:
+            actual = np.asarray(v.fn([np.array(x) if x is not None else None for x in c.inputs], dict(full),
+                                     out_fmt, acc_fmt, 1000 * c.seed + 7), dtype=np.float64)
+        except Exception as exc:
+            raise NumstdError(f"variant {v.name} raised on {c.id}: {type(exc).__name__}: {exc}") from exc
+        dtype, bits = _pack(actual, out_fmt)
+        for k, val in zip(_RUN_COLUMNS, (v.name, c.id, dtype, list(actual.shape), bits)):
+            cols[k].append(val)
+    schema = pa.schema([("variant", pa.string()), ("case", pa.string()), ("dtype", pa.string()),
+                        ("shape", pa.list_(pa.int64())), ("bits", pa.binary())])
+    return pa.table(cols, schema=schema)
+
+
+def _pack(actual: np.ndarray, fmt: Any) -> tuple[str, bytes]:
+    """Float64 values as the bytes of ``fmt`` when that is exact (every value and zero sign), else float64."""
+    with np.errstate(all="ignore"):
+        narrow = actual.astype(fmt.dtype)
+        back = narrow.astype(np.float64)
+    same = np.array_equal(back, actual, equal_nan=True) and np.array_equal(np.signbit(back), np.signbit(actual))
+    arr, name = (narrow, fmt.name) if same else (actual, "float64")
+    arr = np.ascontiguousarray(arr)
+    if sys.byteorder == "big" and arr.dtype.itemsize > 1:
+        arr = arr.byteswap()
+    return name, arr.tobytes()
+
+
+def _unpack(dtype: str, shape: Sequence[int], bits: bytes) -> np.ndarray:
+    from .formats import get_format
+
+    dt = np.dtype(get_format(dtype).dtype)
+    arr = np.frombuffer(bits, dtype=dt).reshape(tuple(shape))
+    if sys.byteorder == "big" and dt.itemsize > 1:
+        arr = arr.byteswap()
+    return arr.astype(np.float64)
 
 
 def _provenance(std: Any, command: str | None, backends: list, date: str | None, quick: bool, seed: int,
@@ -610,7 +847,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="one seed, smallest and largest shapes")
     p.add_argument("--seed", type=int, default=0, help="seed offset for the suite")
     p.add_argument("--date", help="date recorded in provenance (default SOURCE_DATE_EPOCH or today)")
-    p.add_argument("--out", required=True, help="output directory for the draft, evidence and plot")
+    p.add_argument("--out", required=True, help="output directory for the draft, evidence, plot and the sweep "
+                                                "dataset OUT/<ID>.sweep (the same command resumes it)")
+    add_executor_options(p, default="local")
+    p.add_argument("--retries", type=int, default=2, help="extra runs of a failing task before it is reported (default 2)")
+    p.add_argument("--chunk", type=int, default=8, help="variants per task (default 8)")
+
+
+def add_executor_options(p: argparse.ArgumentParser, default: str = "local") -> None:
+    """``--executor``, ``--workers``, ``--ray-address`` (shared by calibrate, survey and capture)."""
+    p.add_argument("--executor", choices=["local", "ray", "serial"], default=default,
+                   help=f"where tasks run: local process pool, a Ray cluster, or this process (default {default})")
+    p.add_argument("--workers", type=int, help="local processes (default: every core) or CPUs of a local Ray")
+    p.add_argument("--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else start a local Ray)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -623,8 +872,11 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard, template=args.template,
                     backends=args.backends, quick=args.quick, seed=args.seed, out=args.out, date=args.date,
-                    progress=_progress_bar(), command=cmd.strip())
+                    progress=_progress_bar(), command=cmd.strip(), executor=args.executor, workers=args.workers,
+                    ray_address=args.ray_address, retries=args.retries, chunk=args.chunk)
     print(file=sys.stderr)
+    if res.sweep is not None and res.sweep.reused:
+        print(f"resumed: {res.sweep.reused} of {res.sweep.total} tasks reused from {res.sweep_path}", file=sys.stderr)
     print(res.summary())
     took = time.perf_counter() - start
     if res.ok:
@@ -646,6 +898,6 @@ def _progress_bar() -> Callable[[int, int], None]:
             return
         state["last"] = pct
         bar = "#" * (pct // 4) + "." * (25 - pct // 4)
-        print(f"\r[{bar}] {done}/{total} variant×case runs", end="", file=sys.stderr, flush=True)
+        print(f"\r[{bar}] {done}/{total} tasks", end="", file=sys.stderr, flush=True)
 
     return show

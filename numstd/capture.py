@@ -140,7 +140,8 @@ def _json_params(params: Mapping[str, Any]) -> str:
 
 
 def capture(standard: Any, backend: Any, quick: bool = False, *, seeds: Sequence[int] | None = None,
-            progress: Any = None) -> Any:
+            progress: Any = None, executor: Any = None, workers: int | None = None, ray_address: str | None = None,
+            retries: int = 2, chunk: int = 4, sweep_dir: str | os.PathLike | None = None) -> Any:
     """Run ``standard``'s suite on ``backend`` and return the capture as a ``pyarrow.Table``.
 
     Parameters
@@ -154,7 +155,18 @@ def capture(standard: Any, backend: Any, quick: bool = False, *, seeds: Sequence
     seeds : sequence of int, optional
         Replace the suite's seeds.
     progress : callable, optional
-        ``progress(done, total)`` after each case.
+        ``progress(done, total)`` after each case (each task with an executor).
+    executor : {"serial", "local", "ray"} or numstd.executor.Executor, optional
+        Run the cases as tasks of ``chunk`` cases (:mod:`numstd.sweep`) — on a local process pool,
+        or on the Ray nodes that have the backend's device (``num_gpus`` for CUDA,
+        ``neuron_cores`` for Neuron backends).  None: in this process, as one loop.  The table is
+        the same either way (the device, versions and flags then come from the workers, which
+        must agree).
+    workers, ray_address, retries
+        See :func:`numstd.sweep.run_sweep`.
+    sweep_dir : path, optional
+        The tasks' dataset (default: a temporary directory); the same call on the same directory
+        resumes.
 
     Returns
     -------
@@ -168,23 +180,48 @@ def capture(standard: Any, backend: Any, quick: bool = False, *, seeds: Sequence
         When the backend cannot run here (with the reason).
     StandardNotFound
     """
-    import platform
-    import socket
-
-    import pyarrow as pa
-
     from . import backends as B
-    from .formats import format_of
     from .suites import cases_for
 
     std = resolve_standard(standard)
+    cases = cases_for(std, quick=quick, seeds=seeds)
+    if executor is not None:
+        return _capture_sweep(std, B.get(backend).name, cases, quick, progress, executor, workers, ray_address,
+                              retries, chunk, sweep_dir)
     be = B.get(backend)
+    cols, selector = _capture_cases(std, be, cases, progress)
+    meta = dict(_machine(be), selector=selector, numstd_version=__version__, standard=std.key,
+                standard_sha256=std.sha256, quick=bool(quick), seeds=sorted({c.seed for c in cases}),
+                n_cases=len(cases), date=_date())
+    return _table(cols, meta)
+
+
+def _table(cols: Mapping[str, list], meta: Mapping[str, Any]) -> Any:
+    import pyarrow as pa
+
+    table = pa.table(dict(cols), schema=_arrow_schema())
+    return table.replace_schema_metadata({METADATA_KEY: json.dumps(dict(meta), sort_keys=True, default=str).encode()})
+
+
+def _machine(be: Any) -> dict:
+    """What identifies the machine and software a capture ran on (part of the metadata)."""
+    import platform
+    import socket
+
+    return {"schema": SCHEMA, "backend": be.name, "device": be.device(), "versions": be.version(),
+            "flags": be.flags(), "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
+            "host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version()}
+
+
+def _capture_cases(std: Any, be: Any, cases: Sequence[Any], progress: Any = None) -> tuple[dict, dict]:
+    """Run ``cases`` on ``be``: the capture columns, and the selector flags passed to the backend."""
+    from .formats import format_of
+
     be.require()
     if std.op not in be.ops():
         raise NumstdError(f"backend {be.name!r} does not implement {std.op!r} (it implements "
                           f"{', '.join(sorted(be.ops()))}); capture {std.key} on another backend")
     selector = {k: v for k, v in dict(std.selector).items() if k in be.flag_params}
-    cases = cases_for(std, quick=quick, seeds=seeds)
     cols: dict[str, list] = {name: [] for name in _arrow_schema().names}
     for i, case in enumerate(cases):
         error = None
@@ -213,16 +250,76 @@ def capture(standard: Any, backend: Any, quick: bool = False, *, seeds: Sequence
         cols["error"].append(error)
         if progress is not None:
             progress(i + 1, len(cases))
-    meta = {
-        "schema": SCHEMA, "backend": be.name, "device": be.device(), "versions": be.version(),
-        "flags": be.flags(), "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
-        "selector": selector, "numstd_version": __version__, "standard": std.key,
-        "standard_sha256": std.sha256, "quick": bool(quick),
-        "seeds": sorted({c.seed for c in cases}), "n_cases": len(cases), "date": _date(),
-        "host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
-    }
-    table = pa.table(cols, schema=_arrow_schema())
-    return table.replace_schema_metadata({METADATA_KEY: json.dumps(meta, sort_keys=True, default=str).encode()})
+    return cols, selector
+
+
+_TASK_META = b"numstd.capture.task"
+
+
+def _capture_task(*, standard: str, sha256: str, backend: str, cases: list, fingerprint: str) -> Any:
+    """(Task) run some cases of a capture on this worker's backend; the rows, with the machine in
+    the metadata."""
+    from . import backends as B
+    from .suites import make_case
+    from .sweep import require_fingerprint
+
+    require_fingerprint(fingerprint)
+    std = resolve_standard(standard)
+    if std.sha256 != sha256:
+        raise DataIntegrityError(f"{standard} on this worker has sha256 {std.sha256[:12]}…, the driver's has "
+                                 f"{sha256[:12]}…: install the same standards on every node")
+    be = B.get(backend)
+    made = [make_case(std.op, c["shape"], c["distribution"], c["seed"], [f.name for f in std.inputs], c["params"])
+            for c in cases]
+    cols, selector = _capture_cases(std, be, made)
+    meta = dict(_machine(be), selector=selector)
+    table = _table(cols, meta)
+    return table.replace_schema_metadata({_TASK_META: table.schema.metadata[METADATA_KEY]})
+
+
+def _capture_sweep(std: Any, backend: str, cases: Sequence[Any], quick: bool, progress: Any, executor: Any,
+                   workers: int | None, address: str | None, retries: int, chunk: int,
+                   sweep_dir: str | os.PathLike | None) -> Any:
+    import tempfile
+
+    import pyarrow as pa
+
+    from .executor import Task, resources_for
+    from .sweep import code_fingerprint, read_results, run_sweep, task_id
+
+    if int(chunk) < 1:
+        raise NumstdError(f"chunk={chunk}: pass a positive number of cases per task")
+    fp = code_fingerprint()
+    tasks = []
+    for i in range(0, len(cases), int(chunk)):
+        part = [{"shape": [int(x) for x in c.shape], "distribution": c.distribution, "seed": int(c.seed),
+                 "params": json.loads(_json_params(c.params))} for c in cases[i:i + int(chunk)]]
+        key = {"standard": std.key, "sha256": std.sha256, "backend": backend, "cases": part, "fingerprint": fp}
+        tasks.append(Task(task_id("capture", key), "numstd.capture:_capture_task",
+                          {"standard": std.key, "sha256": std.sha256, "backend": backend, "cases": part, "fingerprint": fp},
+                          resources_for(backend), f"{backend} {cases[i].id}" + (f" (+{len(part) - 1})" if len(part) > 1 else "")))
+    tmp = tempfile.TemporaryDirectory(prefix="numstd-capture-") if sweep_dir is None else None
+    try:
+        where = tmp.name if tmp is not None else sweep_dir
+        run_sweep(tasks, where, executor, retries=retries, progress=progress, workers=workers,
+                  address=address).raise_for_failures()
+        parts = read_results(where, tasks)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    machines = [json.loads(t.schema.metadata[_TASK_META]) for t in parts]
+    same = ("backend", "device", "versions", "flags", "env", "selector", "platform", "python")
+    for key in same:
+        seen = sorted({json.dumps(m[key], sort_keys=True) for m in machines})
+        if len(seen) > 1:
+            raise NumstdError(f"the capture's tasks ran on machines that differ in {key} ({', '.join(seen[:3])}): a "
+                              "capture is one machine's output; capture on one kind of node at a time")
+    meta = {k: machines[0][k] for k in ("schema",) + same}
+    meta.update(host=",".join(sorted({m["host"] for m in machines})), numstd_version=__version__,
+                standard=std.key, standard_sha256=std.sha256, quick=bool(quick),
+                seeds=sorted({c.seed for c in cases}), n_cases=len(cases), date=_date())
+    rows = pa.concat_tables([t.replace_schema_metadata(None) for t in parts])
+    return _table(rows.to_pydict(), meta)
 
 
 def write_capture(table: Any, path: str | os.PathLike) -> Path:
@@ -541,6 +638,10 @@ def configure(p: argparse.ArgumentParser, name: str = "capture") -> None:
         p.add_argument("--out", required=True, help="output Parquet file")
         p.add_argument("--quick", action="store_true", help="first shape and first seed only")
         p.add_argument("--seeds", type=int, nargs="+", help="replace the suite's seeds")
+        from .calibrate import add_executor_options
+
+        add_executor_options(p, default="serial")
+        p.add_argument("--retries", type=int, default=2, help="extra runs of a failing task (with --executor local/ray)")
     else:
         p.add_argument("captures", nargs="+", metavar="CAPTURE", help="capture files (.parquet)")
         p.add_argument("--standard", help="judge against this standard instead of the one each capture names")
@@ -549,7 +650,10 @@ def configure(p: argparse.ArgumentParser, name: str = "capture") -> None:
 
 def run(args: argparse.Namespace, name: str = "capture") -> int:
     if name == "capture":
-        table = capture(args.standard, args.backend, args.quick, seeds=args.seeds)
+        sweep = None if args.executor == "serial" else Path(str(args.out) + ".sweep")
+        table = capture(args.standard, args.backend, args.quick, seeds=args.seeds,
+                        executor=None if args.executor == "serial" else args.executor, workers=args.workers,
+                        ray_address=args.ray_address, retries=args.retries, sweep_dir=sweep)
         path = write_capture(table, args.out)
         meta = capture_metadata(table)
         errors = sum(e is not None for e in table.column("error").to_pylist())

@@ -36,6 +36,7 @@ A correctly rounded implementation has ``max_ulp <= 0.5``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -50,6 +51,7 @@ from .distribution import DistributionAccumulator, UlpDistribution
 from .errors import (
     AmbiguousStandard,
     BackendUnavailable,
+    DtypeError,
     FormatError,
     NumstdError,
     ParameterError,
@@ -455,6 +457,71 @@ def _implementation(op: str, params: Mapping[str, Any], fn: Callable | None, bac
     return (lambda x: be.run(op, [x], **params)), be.name
 
 
+def _backend_name(backend: str) -> str:
+    from . import backends
+
+    return backends.get(backend).name
+
+
+def _survey_task(*, op: str, fmt: str, inputs: Any, seed: int, params: dict, backend: str, start: int,
+                 stop: int, fingerprint: str) -> Any:
+    """(Task) run ``backend`` on inputs ``[start, stop)`` of the survey, regenerated here."""
+    import pyarrow as pa
+
+    from . import backends
+    from .sweep import require_fingerprint
+
+    require_fingerprint(fingerprint)
+    x = _cached_inputs(op, fmt, inputs, seed, json.dumps(params, sort_keys=True))[start:stop]
+    be = backends.get(backend)
+    be.require()
+    y = np.ascontiguousarray(_run(lambda a: be.run(op, [a], **params), x, op, be.name))
+    raw = y.byteswap() if sys.byteorder == "big" and y.dtype.itemsize > 1 else y
+    return pa.table({"dtype": [y.dtype.name], "n": [int(y.size)], "bits": [raw.tobytes()]})
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_inputs(op: str, fmt: str, inputs: Any, seed: int, params_json: str) -> np.ndarray:
+    return survey_inputs(op, fmt, inputs, seed, **json.loads(params_json))
+
+
+def _run_tasks(op: str, f: Format, inputs: Any, seed: int, params: Mapping[str, Any], backend: str, n: int, *,
+               executor: Any, workers: int | None, address: str | None, retries: int, chunk: int,
+               sweep_dir: Any) -> np.ndarray:
+    """The backend's outputs for every survey input, computed in tasks of ``chunk`` inputs."""
+    import tempfile
+
+    from .executor import Task, resources_for
+    from .sweep import code_fingerprint, read_sweep, run_sweep, task_id
+
+    if int(chunk) < 1:
+        raise ParameterError(f"chunk={chunk}: pass a positive number of inputs per task")
+    fp = code_fingerprint()
+    base = {"op": op, "fmt": f.name, "inputs": inputs if isinstance(inputs, str) else int(inputs), "seed": int(seed), "params": dict(params), "backend": backend,
+            "fingerprint": fp}
+    tasks = [Task(task_id("survey", {**base, "start": a, "stop": min(a + int(chunk), n)}), "numstd.survey:_survey_task",
+                  {**base, "start": a, "stop": min(a + int(chunk), n)}, resources_for(backend),
+                  f"{backend} {op} {f.name} [{a}, {min(a + int(chunk), n)})") for a in range(0, n, int(chunk))]
+    tmp = tempfile.TemporaryDirectory(prefix="numstd-survey-") if sweep_dir is None else None
+    try:
+        where = tmp.name if tmp is not None else sweep_dir
+        run_sweep(tasks, where, executor, retries=retries, workers=workers, address=address).raise_for_failures()
+        parts = read_sweep(where, tasks).to_pydict()
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    dtypes = set(parts["dtype"])
+    if len(dtypes) != 1:
+        raise DtypeError(f"{backend} returned outputs of several dtypes ({sorted(dtypes)}) for {op} on {f.name}")
+    name = dtypes.pop()
+    try:
+        dt = np.dtype(get_format(name).dtype)
+    except NumstdError:  # an output format numstd does not model (int, float64 …): numpy's own name
+        dt = np.dtype(name)
+    y = np.frombuffer(b"".join(parts["bits"]), dtype=dt)
+    return y.byteswap() if sys.byteorder == "big" and dt.itemsize > 1 else y
+
+
 def _run(impl: Callable[[np.ndarray], Any], x: np.ndarray, op: str, label: str) -> np.ndarray:
     y = to_numpy(impl(x), name="output")
     if y.shape != x.shape:
@@ -502,7 +569,8 @@ def _classify(act: np.ndarray, exp: np.ndarray) -> dict[str, int]:
 def survey(op: str, fmt: Any, fn: Callable | None = None, backend: str = "numpy",
            inputs: Any = "exhaustive", seed: int = 0, *, framework: str | None = None,
            standard: Any = None, judge: bool = True, progress: Progress | None = None,
-           **params: Any) -> Survey:
+           executor: Any = None, workers: int | None = None, ray_address: str | None = None,
+           retries: int = 2, chunk: int = 1 << 20, sweep_dir: Any = None, **params: Any) -> Survey:
     """Survey the accuracy of an elementwise op implementation over a format's inputs.
 
     Parameters
@@ -531,6 +599,17 @@ def survey(op: str, fmt: Any, fn: Callable | None = None, backend: str = "numpy"
         Compute :attr:`Survey.verdict` (``False`` skips :func:`numstd.check`).
     progress : callable(stage, fraction), optional
         Called as the survey advances (the CLI draws a progress bar with it).
+    executor : {"serial", "local", "ray"} or numstd.executor.Executor, optional
+        Run ``backend`` on the inputs in tasks of ``chunk`` inputs (:mod:`numstd.sweep`): on a
+        local process pool, or on the Ray node that has the backend's device; each worker
+        regenerates the inputs from ``(op, fmt, inputs, seed)``.  None: in this process.  Not
+        with ``fn`` (a callable runs here).
+    workers, ray_address, retries
+        See :func:`numstd.sweep.run_sweep`.
+    chunk : int
+        Inputs per task (the default, 2**20, runs a 16-bit format in one task).
+    sweep_dir : path, optional
+        The tasks' dataset (default: a temporary directory); the same call resumes from it.
     **params
         Op parameters (``approximate="tanh"`` for gelu).
 
@@ -569,8 +648,16 @@ def survey(op: str, fmt: Any, fn: Callable | None = None, backend: str = "numpy"
     tick("reference", 0.15)
     expected, exact, ref_note = _reference(op, full, x, f)
     tick("running", 0.3)
-    impl, label = _implementation(op, full, fn, backend, framework)
-    y = _run(impl, x, op, label)
+    if executor is not None:
+        if fn is not None:
+            raise ParameterError("executor= runs a backend by name on workers; a callable fn runs in this "
+                                 "process: drop executor=, or pass backend= instead of fn")
+        label = _backend_name(backend)
+        y = _run_tasks(op, f, inputs, seed, full, label, x.size, executor=executor, workers=workers,
+                       address=ray_address, retries=retries, chunk=chunk, sweep_dir=sweep_dir)
+    else:
+        impl, label = _implementation(op, full, fn, backend, framework)
+        y = _run(impl, x, op, label)
     try:
         out_fmt = get_format(y.dtype).name
     except NumstdError:

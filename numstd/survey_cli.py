@@ -38,6 +38,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the survey as JSON")
     p.add_argument("--plot", metavar="PNG", help="save a plot of the ULP error against the input")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from .calibrate import add_executor_options
+
+    add_executor_options(p, default="serial")
+    p.add_argument("--sweep-dir", help="dataset of the tasks' outputs (with --executor local/ray; the same "
+                                       "command resumes from it)")
 
 
 def _params(items: list[str]) -> dict[str, Any]:
@@ -73,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     from .survey import survey
 
     s = survey(args.op, args.format, backend=args.backend, inputs=_inputs(args.inputs), seed=args.seed,
-               standard=args.standard, progress=None if args.quiet else _bar, **_params(args.param))
+               standard=args.standard, progress=None if args.quiet else _bar,
+               executor=None if args.executor == "serial" else args.executor, workers=args.workers,
+               ray_address=args.ray_address, sweep_dir=args.sweep_dir, **_params(args.param))
     print(s.to_json(indent=1) if args.json else s.summary())
     if args.plot:
         s.plot(args.plot)
