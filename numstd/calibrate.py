@@ -518,7 +518,7 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
 
 
 def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
-    from .criteria import Judge, evaluate
+    from .criteria import Judge, evaluate, judge_chunk
 
     judge = Judge(std.output, p.shape, std.criteria.signed_zero)
     if actual.shape != p.shape:
@@ -528,8 +528,7 @@ def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
 
         res = JudgeResult(UlpDistribution(), 0, 0, 0, 0, math.inf, 0, 0, 0)
         return res, [CriterionResult("shape", False, 1, 0, "shape"), CriterionResult("bias", True, 0, math.inf, "")]
-    bound = std.model.bound(p.env, std.output, p.ref.error_bound)
-    judge.add(actual, p.ref.values, bound, tuple(slice(None) for _ in p.shape))
+    judge_chunk(judge, std, p.env, p.ref, actual, tuple(slice(None) for _ in p.shape))
     res = judge.result()
     return res, evaluate(std, res, std.output.name)
 

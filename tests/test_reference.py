@@ -776,7 +776,7 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
     }
     from numstd.ops import OPS
 
-    assert set(calls) == set(OPS)
+    assert set(calls) == {op for op, spec in OPS.items() if spec.kind != "module"}  # module: graded, no reference
     for op, (inputs, params) in calls.items():
         r = reference(op, inputs, **params)
         assert set(models.OP_TERMS.get(op, ())) <= set(r.aux), op

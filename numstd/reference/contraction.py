@@ -51,7 +51,11 @@ from __future__ import annotations
 
 import math
 
+from typing import Any
+
 import numpy as np
+
+from ..formats import get_format
 
 from .summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
@@ -96,10 +100,14 @@ def padded_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out[..., :m, :] if pad else out
 
 
-def _ulp32(v: np.ndarray) -> np.ndarray:
+def _ulp_in(v: np.ndarray, resolution: Any) -> np.ndarray:
     from ..ulp import ulp
 
-    return ulp(v, "float32")
+    return ulp(v, resolution)
+
+
+#: private key under which :func:`numstd.reference.reference` passes ``resolution`` to the ops
+RESOLUTION_KEY = "_resolution"
 
 
 def _batch_index(arr: np.ndarray, idx: tuple) -> tuple:
@@ -173,7 +181,7 @@ def _exact_dots(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, i: np.nda
 
 
 def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.ndarray,
-            bound: np.ndarray, flag: np.ndarray, slack: np.ndarray | None) -> None:
+            bound: np.ndarray, flag: np.ndarray, slack: np.ndarray | None, resolution: Any = "float32") -> None:
     """Stages 2 and 3 on the flagged elements, updating values and bound in place.
 
     Every decision is taken per row (stage 2 on whole rows, the stage-3 cap per row), so a row's
@@ -196,7 +204,7 @@ def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.nd
             np.copyto(bs, new_b, where=take)
             if not whole:
                 v[rows], bd[rows] = vs, bs
-            f = f & _too_loose(v, bd, None if slack is None else slack[idx])
+            f = f & _too_loose(v, bd, None if slack is None else slack[idx], resolution)
         f = f & (np.cumsum(f, axis=1) <= EXACT_PER_ROW)
         i, j = np.nonzero(f)
         if len(i) == 0:
@@ -207,15 +215,17 @@ def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.nd
         bd[i[take], j[take]] = b3[take]
 
 
-def _too_loose(values: np.ndarray, bound: np.ndarray, slack: np.ndarray | None) -> np.ndarray:
-    limit = FLAG_FRACTION * _ulp32(values)
+def _too_loose(values: np.ndarray, bound: np.ndarray, slack: np.ndarray | None,
+               resolution: Any = "float32") -> np.ndarray:
+    limit = FLAG_FRACTION * _ulp_in(values, resolution)
     if slack is not None:
         limit = np.maximum(limit, slack)
     return (bound > limit) & np.isfinite(values) & np.isfinite(bound)
 
 
 def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
-        rel_slack: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rel_slack: np.ndarray | None = None, resolution: Any = "float32",
+        resolution_slack: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``A @ B (+ bias)`` with a proven bound (module docstring).
 
     Parameters
@@ -227,6 +237,13 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
     rel_slack : numpy.ndarray, optional
         Broadcastable to the result: elements whose bound is below ``rel_slack * |A||B|`` are not
         refined (callers whose own error terms are that large anyway, e.g. attention).
+    resolution : format, optional
+        The format whose ULPs the result must resolve (default float32): elements are refined where
+        the float64 bound exceeds 2**-10 of an ulp of it. ``check`` passes the output format, so a
+        bf16 output never pays for refinement its ULPs cannot see.
+    resolution_slack : bool
+        Also skip elements whose float64 bound is below ``2**-10 · u(resolution) · |A||B|`` (what
+        ``check`` asks for: its standards allow at least that much accumulation error).
 
     Returns
     -------
@@ -241,10 +258,15 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         absdot += np.abs(bias)
         terms += 1
     bound = gamma(terms) * absdot + terms * _TINY
+    if resolution_slack:
+        # the caller judges against bounds of at least u(resolution)·|A||B|: refining below
+        # 2**-10 of that cannot change a verdict (the bound is added to it either way)
+        own = FLAG_FRACTION * get_format(resolution).u
+        rel_slack = own if rel_slack is None else np.maximum(rel_slack, own)
     slack = None if rel_slack is None else np.broadcast_to(rel_slack * absdot, values.shape)
-    flag = _too_loose(values, bound, slack)
+    flag = _too_loose(values, bound, slack, resolution)
     if flag.any():
-        _refine(A, B, bias, values, bound, flag, slack)
+        _refine(A, B, bias, values, bound, flag, slack, resolution)
     return values, bound, absdot
 
 
@@ -273,7 +295,9 @@ def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     A = np.asarray(arrays[0], dtype=np.float64)
     B = np.asarray(arrays[1], dtype=np.float64)
     K = A.shape[-1]
-    values, bound, absdot = dot(A[None, :] if A.ndim == 1 else A, B[:, None] if B.ndim == 1 else B)
+    res = params.get(RESOLUTION_KEY)
+    values, bound, absdot = dot(A[None, :] if A.ndim == 1 else A, B[:, None] if B.ndim == 1 else B,
+                                resolution=res or "float32", resolution_slack=res is not None)
     drop = tuple(ax for ax, one_d in ((-1, B.ndim == 1), (-2, A.ndim == 1)) if one_d)
     if drop:
         values, bound, absdot = (np.squeeze(t, axis=drop) for t in (values, bound, absdot))
@@ -287,7 +311,8 @@ def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     b = None if arrays[2] is None else np.asarray(arrays[2], dtype=np.float64)
     k = x.shape[-1]
     x2 = x.reshape(-1, k)
-    values, bound, absdot = dot(x2, W.T, b)
+    res = params.get(RESOLUTION_KEY)
+    values, bound, absdot = dot(x2, W.T, b, resolution=res or "float32", resolution_slack=res is not None)
     shape = x.shape[:-1] + (W.shape[0],)
     return (values.reshape(shape), bound.reshape(shape),
             {"absdot": absdot.reshape(shape), "K": np.asarray(float(k))})
