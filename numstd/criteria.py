@@ -20,10 +20,10 @@ The criteria of a standard (DESIGN.md "Criteria"):
     the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
     ``|m| ≤ τ + z·max(s, ρ/√3)/√n_eff`` with ``s`` the sample standard deviation and ``ρ/√3`` the
     standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
-    rejected for noise).  ``n_eff`` is the number of elements, capped by the number of distinct
-    output values among them (counted in a fixed 2^20-bin hashed bitmap, so never over-counted):
-    equal outputs (a softmax of nearly equal logits, a broadcast row) have equal rounding errors,
-    which are one observation, not many.  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
+    rejected for noise).  ``n_eff`` (:func:`effective_sample_size`) is the number of elements,
+    capped by the number of distinct output values among them (counted in a fixed 2^20-bin hashed
+    bitmap, so never over-counted: equal outputs have equal rounding errors) and, for ops whose
+    rows share computation, by ``max(rows, sqrt(n))`` (errors within a row are correlated).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
     gives ``|m|`` of several ULPs; both fail on a few hundred elements while RNE and stochastic
     rounding (mean 0) pass.
 ``ulp_max`` / ``ulp_quantiles``
@@ -42,7 +42,7 @@ import numpy as np
 from .distribution import DistributionAccumulator, UlpDistribution
 from .verdict import CriterionResult, Offender
 
-__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk"]
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size"]
 
 WORST_K = 10
 _DISTINCT_BITS = 20
@@ -94,6 +94,7 @@ class JudgeResult:
     signed_zero_mismatch: int
     worst: list = field(default_factory=list)
     n_distinct: int = -1  # distinct output values in the bias statistic (-1: not counted)
+    rows: int = -1  # output rows (all axes but the last; -1: unknown)
 
 
 class Judge:
@@ -204,9 +205,28 @@ class Judge:
             n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
             n_distinct=int(np.count_nonzero(self._seen)),
+            rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
         )
+
+
+def effective_sample_size(op: str, n: int, n_distinct: int = -1, rows: int = -1) -> int:
+    """How many independent rounding errors a bias sample of ``n`` elements holds.
+
+    Equal outputs have equal errors, so ``n`` is capped by the number of distinct output values.
+    For ops whose outputs in a row share computation (a row of a matmul shares its input row, a
+    softmax row its maximum and normaliser, a norm row its mean and variance), the errors of a row
+    are correlated: the row is one observation, and a single long row counts as ``sqrt(n)``
+    (``n_eff = min(n, max(rows, sqrt(n)))``). Elementwise ops have independent elements.
+    """
+    from .ops import OPS
+
+    n_eff = n if n_distinct < 0 else min(n, n_distinct)
+    kind = OPS[op].kind if op in OPS else "elementwise"
+    if kind not in ("elementwise", "exact") and rows > 0:
+        n_eff = min(n_eff, max(rows, int(math.isqrt(max(n, 0)))))
+    return max(1, n_eff)
 
 
 def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[CriterionResult]:
@@ -230,7 +250,7 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
     u = res.ulp
     if u.signed_count:
         sd = max(u.std_signed, std.model.rho / math.sqrt(3.0))
-        n_eff = u.signed_count if res.n_distinct < 0 else max(1, min(u.signed_count, res.n_distinct))
+        n_eff = effective_sample_size(std.op, u.signed_count, res.n_distinct, res.rows)
         limit = c.bias_tau + c.bias_z * sd / math.sqrt(n_eff)
         ok = abs(u.mean_signed) <= limit
         distinct = f", {n_eff:,} distinct values" if n_eff < u.signed_count else ""
