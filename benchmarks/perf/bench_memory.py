@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""Benchmark: peak extra memory of ``numstd.check`` as a fraction of its inputs' size.
+
+``x`` is 2^24 float32 values (64 MiB), the output ``np.exp(x)`` (float32).  After one warm-up
+``check`` (imports, the standard registry), two measurements of one more call:
+
+``tracemalloc``  peak traced bytes above the level at the start of the call (numpy registers its
+                 data buffers with tracemalloc, so every array temporary is counted);
+``rss``          the process's peak resident set (``VmHWM``, reset through
+                 ``/proc/self/clear_refs``) minus its resident set before the call — skipped where
+                 the kernel does not allow the reset.
+
+Fraction = extra bytes / ``x.nbytes`` (the op's input; the kernel's output, as large again, is not
+counted in the denominator).  Target ≤ 0.25 (``check`` works in chunks).  Prints one JSON line.
+
+    python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import emit  # noqa: E402
+
+TARGET_FRACTION = 0.25
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _rss_extra(fn) -> int | None:  # noqa: ANN001
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return None
+    before = _status_kib("VmRSS")
+    fn()
+    peak = _status_kib("VmHWM")
+    if before is None or peak is None:
+        return None
+    return max(0, peak - before) * 1024
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--op", default="exp")
+    p.add_argument("--log2n", type=int, default=24)
+    args = p.parse_args()
+
+    import numpy as np
+
+    import numstd
+    from numstd.chunks import DEFAULT_CHUNK
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1 << args.log2n, dtype=np.float32)
+    if args.op in ("log", "sqrt", "rsqrt"):
+        x = np.abs(x) + np.float32(1e-3)
+    out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()
+
+    def run() -> bool:
+        return numstd.check(out, op=args.op, inputs=[x]).passed
+
+    passed = run()  # warm-up
+    tracemalloc.start()
+    base, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    run()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    traced = max(0, peak - base)
+    rss = _rss_extra(run)
+    frac = traced / x.nbytes
+    emit({
+        "benchmark": "memory", "op": args.op, "elements": int(x.size), "input_bytes": int(x.nbytes),
+        "chunk_elements": DEFAULT_CHUNK, "passed": passed, "tracemalloc_peak_bytes": int(traced),
+        "fraction": round(frac, 4), "rss_peak_extra_bytes": rss,
+        "rss_fraction": None if rss is None else round(rss / x.nbytes, 4),
+        "target_fraction": TARGET_FRACTION, "ok": frac <= TARGET_FRACTION,
+    })
+    return 0 if frac <= TARGET_FRACTION else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

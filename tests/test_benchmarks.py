@@ -1,0 +1,211 @@
+"""Benchmarks: the fixed-tolerance rules are the documented ones, and the discrimination scorer
+applies its rules (smoke runs on tiny cases; no timings here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.discrimination.methods import expected, load_methods  # noqa: E402
+from benchmarks.discrimination.score import NUMSTD, score  # noqa: E402
+
+METHODS = {m.name: m for m in load_methods()}
+
+
+# ----------------------------------------------------------------------- documented tolerances
+@pytest.mark.parametrize("name, fmt, rtol, atol", [
+    ("torch", "float32", 1.3e-6, 1e-5), ("torch", "float16", 1e-3, 1e-5), ("torch", "bfloat16", 1.6e-2, 1e-5),
+    ("numpy", "float32", 1e-5, 1e-8), ("numpy", "bfloat16", 1e-5, 1e-8),
+    ("kernelbench", "float32", 1e-4, 1e-4), ("kernelbench", "float16", 1e-2, 1e-2),
+    ("kernelbench", "bfloat16", 1e-2, 1e-2),
+    ("jax", "float32", 1e-6, 1e-6), ("jax", "float16", 1e-3, 1e-3), ("jax", "bfloat16", 1e-2, 1e-2),
+    ("nki-samples", "float32", 1e-5, 1e-2), ("nki-samples", "bfloat16", 1e-5, 1e-2),
+])
+def test_documented_tolerances(name, fmt, rtol, atol):
+    assert METHODS[name].rule == "allclose"
+    assert METHODS[name].tolerances(fmt) == (rtol, atol)
+
+
+def test_nkibench_is_relative_l2():
+    m = METHODS["nkibench"]
+    assert (m.rule, m.max_rel_l2) == ("rel_l2", 2e-5)
+
+
+def test_allclose_boundary_is_inclusive():
+    """|a − e| ≤ atol + rtol·|e| passes, the next float64 above fails (binary tolerances: exact)."""
+    from benchmarks.discrimination.methods import FixedTolerance
+
+    m = FixedTolerance("t", "t", "allclose", "test", {"default": {"rtol": 2.0**-10, "atol": 2.0**-20}})
+    e = np.array([2.0, -4.0, 0.0])
+    allowed = 2.0**-20 + 2.0**-10 * np.abs(e)          # exact in float64, and so is e + allowed
+    assert m.judge(e + allowed, e, "float32").passed
+    assert m.judge(e - allowed, e, "float32").passed
+    for i in range(3):
+        a = e + allowed
+        a[i] = np.nextafter(a[i], np.inf)
+        r = m.judge(a, e, "float32")
+        assert not r.passed and r.mismatched == 1 and r.metric > 1.0
+
+
+def test_allclose_specials():
+    m = METHODS["torch"]
+    inf, nan = math.inf, math.nan
+    assert m.judge([inf, -inf, 1.0], [inf, -inf, 1.0], "float32").passed          # same infinities
+    assert not m.judge([nan], [nan], "float32").passed                            # equal_nan=False
+    assert not m.judge([inf], [-inf], "float32").passed
+    assert not m.judge([inf], [1.0], "float32").passed
+    assert m.judge([inf], [1.0], "float32").metric == math.inf
+    assert not m.judge(np.zeros(3), np.zeros(4), "float32").passed                 # wrong shape
+
+
+def test_allclose_agrees_with_numpy_isclose():
+    """Independent truth: np.isclose(equal_nan=False) on values with NaN, infinities and near misses."""
+    rng = np.random.default_rng(5)
+    e = rng.standard_normal(4000) * 10.0 ** rng.integers(-8, 3, 4000)
+    a = e * (1 + rng.standard_normal(4000) * 10.0 ** rng.integers(-8, -2, 4000))
+    a[::97], e[::89], a[::101] = np.nan, np.inf, np.inf
+    for name in ("numpy", "kernelbench", "jax", "nki-samples", "torch"):
+        m = METHODS[name]
+        rtol, atol = m.tolerances("float32")
+        for lo in range(0, 4000, 40):
+            sl = slice(lo, lo + 40)
+            want = bool(np.isclose(a[sl], e[sl], rtol=rtol, atol=atol, equal_nan=False).all())
+            assert m.judge(a[sl], e[sl], "float32").passed == want, (name, lo)
+
+
+def test_torch_defaults_match_torch():
+    """Our 'torch' rule decides like torch.testing.assert_close with its default tolerances."""
+    torch = pytest.importorskip("torch")
+    m = METHODS["torch"]
+    for dtype, fmt in ((torch.float32, "float32"), (torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+        rtol, atol = m.tolerances(fmt)
+        for e in (1.0, 3.0, -0.5, 0.0):
+            for k in (0.5, 0.99, 1.01, 2.0):
+                a = e + k * (atol + rtol * abs(e))
+                at, et = torch.tensor([a], dtype=dtype), torch.tensor([e], dtype=dtype)
+                try:
+                    torch.testing.assert_close(at, et)
+                    want = True
+                except AssertionError:
+                    want = False
+                got = m.judge(at.to(torch.float64).numpy(), et.to(torch.float64).numpy(), fmt).passed
+                assert got == want, (fmt, e, k)
+
+
+def test_rel_l2_hand_cases():
+    m = METHODS["nkibench"]
+    e = np.array([3.0, 4.0])                     # ‖e‖ = 5: passes iff ‖d‖ < 1e-4
+    assert m.judge(e + [0.0, 0.99e-4], e, "float32").passed
+    assert not m.judge(e + [0.0, 1.01e-4], e, "float32").passed
+    assert abs(m.judge(e + [0.0, 1e-4], e, "float32").metric - 2e-5) < 1e-12
+    assert not m.judge([math.nan, 4.0], e, "float32").passed
+    assert m.judge([0.0, 0.0], [0.0, 0.0], "float32").passed
+    assert not m.judge([0.0, 1e-30], [0.0, 0.0], "float32").passed
+
+
+def test_expected_rounds_to_output_format():
+    # bf16 (p = 8): ulp(1) = 2^-7; 1 + 2^-8 is a tie -> even (1.0); just above it rounds up
+    r = expected(np.array([1 + 2.0**-8, 1 + 2.0**-8 + 2.0**-30, 0.1]), "bfloat16")
+    assert r[0] == 1.0 and r[1] == 1 + 2.0**-7 and r[2] == 0.10009765625
+    assert expected(np.array([0.1]), "float32")[0] == float(np.float32(0.1))
+
+
+# ----------------------------------------------------------------------------- scoring rules
+def _run(variant, legit, case, numstd_ok, torch_ok=True, observable=True, family="f", standard="NS-X@1"):
+    r = {"standard": standard, "op": "x", "output": "float32", "variant": variant, "legit": legit,
+         "family": family, "case": case, "observable": observable}
+    if observable:
+        r.update({"numstd_passed": numstd_ok, "numstd_standard": standard,
+                  "numstd_failed": [] if numstd_ok else ["bias 1/0.5"], "normalized_max": 0.5 if numstd_ok else 2.0,
+                  "ulp_max": 1.0, "ulp_mean_signed": 0.0, "methods": {"torch": [torch_ok, 0.1]}})
+    return r
+
+
+def test_score_rules():
+    runs = [
+        # legit: rejected by torch on one case of two -> falsely rejected; numstd passes both
+        _run("good", True, "c1", True, True), _run("good", True, "c2", True, False),
+        # bug: numstd fails where observable; torch passes everywhere -> missed by torch
+        _run("bug", False, "c1", False, True), _run("bug", False, "c2", True, True, observable=False),
+        # bug never observable: listed, not counted
+        _run("ghost", False, "c1", True, observable=False), _run("ghost", False, "c2", True, observable=False),
+        # excluded by the standard: not counted
+        _run("odd", True, "c1", False, False, family="excluded"),
+    ]
+    sc = score(runs, ["torch"])
+    rates = sc.rates()
+    assert rates[NUMSTD] == {"detected": (1, 1), "rejected": (0, 1)}
+    assert rates["torch"] == {"detected": (0, 1), "rejected": (1, 1)}
+    assert [s.variant for s in sc.never_observable] == ["ghost"]
+    assert [s.variant for s in sc.excluded] == ["odd"]
+    assert [s.variant for s in sc.numstd_misses()] == [] and [s.variant for s in sc.numstd_false_rejects()] == []
+    bug = next(s for s in sc.subjects if s.variant == "bug")
+    assert bug.cases == ["c1"] and bug.unobservable == 1 and bug.numstd_fails[0]["failed"] == ["bias 1/0.5"]
+
+
+def test_score_lists_numstd_misses_and_false_rejects():
+    runs = [_run("legit", True, "c1", False), _run("sneaky", False, "c1", True), _run("sneaky", False, "c2", True)]
+    sc = score(runs, ["torch"])
+    assert [s.variant for s in sc.numstd_false_rejects()] == ["legit"]
+    miss = sc.numstd_misses()
+    assert [s.variant for s in miss] == ["sneaky"] and miss[0].closest["case"] in ("c1", "c2")
+    from benchmarks.discrimination.report import headline_table, labels, numstd_findings
+
+    text = numstd_findings(sc)
+    assert "false rejects: 1" in text and "misses: 1" in text and "`legit`" in text
+    assert "0/1 (0 %)" in headline_table(sc, labels(load_methods()))
+
+
+# ------------------------------------------------------------------------- real tiny cases
+def test_run_unit_smoke_exp_and_softmax():
+    """The sweep on two tiny real cases: every legitimate variant passes numstd, zeros fails every method."""
+    from numstd.registry import get_standard
+
+    from benchmarks.discrimination.sweep import Unit, run_unit
+
+    for key, op, shape in (("NS-EXP-FP32", "exp", (64,)), ("NS-SOFTMAX-BF16", "softmax", (4, 32))):
+        try:
+            std = get_standard(key)
+        except Exception as exc:  # pragma: no cover - the standards are shipped
+            pytest.skip(f"{key} not available: {exc}")
+        runs = run_unit(Unit(std.key, op, shape, "normal", 101), load_methods())
+        by = {r.variant: r for r in runs}
+        assert all(r.numstd_standard == std.key for r in runs if r.observable and not r.error)
+        legit = [r for r in runs if r.legit and r.family != "excluded" and not r.error]
+        assert legit and all(r.numstd_passed for r in legit), [(r.variant, r.numstd_failed) for r in legit]
+        z = by["zeros"]
+        assert z.observable and z.numstd_passed is False
+        assert all(not ok for ok, _ in z.methods.values())
+
+
+def test_benchmark_standards_are_the_defaults():
+    from numstd.registry import find_standard
+
+    from benchmarks.discrimination.sweep import benchmark_standards
+
+    stds = benchmark_standards(["exp", "matmul"])
+    assert stds and all(not s.selector for s in stds)
+    for s in stds:
+        assert find_standard(s.op, inputs=list(s.inputs), output=s.output, accumulate=s.accumulate).key == s.key
+
+
+def test_run_py_blocks_and_rows():
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    text = "a\n<!-- BEGIN GENERATED: x -->\nold\n<!-- END GENERATED: x -->\nb\n"
+    assert run.replace_block(text, "x", "new") == "a\n<!-- BEGIN GENERATED: x -->\nnew\n<!-- END GENERATED: x -->\nb\n"
+    with pytest.raises(KeyError):
+        run.replace_block(text, "y", "new")
+    rows = run.perf_rows({"survey": {"format": "bfloat16", "op": "exp", "n": 65280, "median_s": 0.3, "ok": False},
+                          "memory": {"error": "boom"}})
+    assert [r["met"] for r in rows] == [None, False]
