@@ -22,8 +22,7 @@ The criteria of a standard (DESIGN.md "Criteria"):
     standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
     rejected for noise).  ``n_eff`` (:func:`effective_sample_size`) is the number of elements,
     capped by the number of distinct output values among them (counted in a fixed 2^20-bin hashed
-    bitmap, so never over-counted: equal outputs have equal rounding errors) and, for ops whose
-    rows share computation, by ``max(rows, sqrt(n))`` (errors within a row are correlated).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
+    bitmap, so never over-counted: equal outputs have equal rounding errors).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
     gives ``|m|`` of several ULPs; both fail on a few hundred elements while RNE and stochastic
     rounding (mean 0) pass.
 ``ulp_max`` / ``ulp_quantiles``
@@ -215,17 +214,11 @@ def effective_sample_size(op: str, n: int, n_distinct: int = -1, rows: int = -1)
     """How many independent rounding errors a bias sample of ``n`` elements holds.
 
     Equal outputs have equal errors, so ``n`` is capped by the number of distinct output values.
-    For ops whose outputs in a row share computation (a row of a matmul shares its input row, a
-    softmax row its maximum and normaliser, a norm row its mean and variance), the errors of a row
-    are correlated: the row is one observation, and a single long row counts as ``sqrt(n)``
-    (``n_eff = min(n, max(rows, sqrt(n)))``). Elementwise ops have independent elements.
+    (Correlation through shared row computation is kept out of the sample by ``bias_kappa``: only
+    elements whose final rounding dominates the model enter it; ``op`` and ``rows`` are reserved
+    for a row-clustered estimate, see docs/methodology.md.)
     """
-    from .ops import OPS
-
     n_eff = n if n_distinct < 0 else min(n, n_distinct)
-    kind = OPS[op].kind if op in OPS else "elementwise"
-    if kind not in ("elementwise", "exact") and rows > 0:
-        n_eff = min(n_eff, max(rows, int(math.isqrt(max(n, 0)))))
     return max(1, n_eff)
 
 
