@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["Chunk", "plan", "DEFAULT_CHUNK"]
 
-DEFAULT_CHUNK = 1 << 18  # output elements per chunk
+DEFAULT_CHUNK = 1 << 16  # output elements per chunk (2^16: 1.4-1.9x faster than 2^18 and 0.17 of the input in extra memory, benchmarks/perf)
 
 
 @dataclass(frozen=True)
