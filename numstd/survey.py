@@ -60,6 +60,7 @@ from .errors import (
 )
 from .formats import Format, get_format, round_to
 from .ulp import ulp_error
+from .verdict import _num
 
 __all__ = ["Survey", "WorstCase", "FlushRegion", "survey", "survey_inputs", "SCHEMA", "WORST"]
 
@@ -270,15 +271,6 @@ class Survey:
         fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)
-
-
-def _num(x: float) -> Any:
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
 
 
 # ------------------------------------------------------------------------------------------------
