@@ -19,7 +19,7 @@ import numpy as np
 
 from ._version import __version__
 from .arrays import to_numpy
-from .chunks import DEFAULT_CHUNK, plan
+from .chunks import default_chunk, plan
 from .criteria import Judge, evaluate, judge_chunk
 from .distribution import UlpDistribution
 from .errors import NonConformance, NumstdError, ParameterError
@@ -39,7 +39,7 @@ def selector_params(op: str) -> set[str]:
 
 
 def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
-          accumulate: Any = "float32", chunk_size: int = DEFAULT_CHUNK, **params: Any) -> Verdict:
+          accumulate: Any = "float32", chunk_size: int | None = None, **params: Any) -> Verdict:
     """Judge ``actual``, a kernel's output for ``op`` on ``inputs``, against a numstd standard.
 
     Parameters
@@ -55,8 +55,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         (op, input formats, output format, ``accumulate``, selector parameters).
     accumulate : str
         Declared accumulation format (default float32).
-    chunk_size : int
-        Output elements per chunk; the verdict does not depend on it.
+    chunk_size : int, optional
+        Output elements per chunk (default :func:`numstd.chunks.default_chunk` of the op's kind:
+        2^16, 2^18 for contractions); the verdict does not depend on it.
     **params
         Op parameters (numpy names: ``axis``, ``eps``, ``approximate``, …) and selector parameters
         (``allow_tf32=True``).
@@ -95,7 +96,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     judge = Judge(std.output, shape, std.criteria.signed_zero)
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
-    for ch in plan(spec.kind, op, arrays, full, shape, chunk_size):
+    for ch in plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)):
         ref = reference(op, ch.inputs, resolution=std.output, **full)
         env = environment(ref, fmts)
         judge_chunk(judge, std, env, ref, np.asarray(act[ch.out_index], dtype=np.float64), ch.out_index)
