@@ -66,7 +66,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     -------
     Verdict
     """
-    from .formats import format_of, get_format
+    from .formats import format_of
     from .ops import output_shape, validate
     from .reference import reference
     from .registry import find_standard, get_standard

@@ -145,6 +145,22 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
     return "\n".join(lines)
 
 
+def parse_params(items: Sequence[str]) -> dict:
+    """``--param NAME=VALUE`` options as a dict (values parsed as JSON where they are JSON)."""
+    from .errors import ParameterError
+
+    out: dict = {}
+    for item in items:
+        if "=" not in item:
+            raise ParameterError(f"--param {item!r}: write NAME=VALUE, e.g. axis=-1 or approximate=tanh")
+        k, v = item.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
 def load_npy(path: str):  # noqa: ANN201
     """Load a .npy file without ever unpickling (object arrays are refused)."""
     import numpy as np
@@ -160,15 +176,7 @@ def load_npy(path: str):  # noqa: ANN201
 def _run_check(args: argparse.Namespace) -> int:
     from .check import check
 
-    params = {}
-    for item in args.param:
-        if "=" not in item:
-            raise NumstdError(f"--param {item!r}: write NAME=VALUE, e.g. axis=-1")
-        k, v = item.split("=", 1)
-        try:
-            params[k] = json.loads(v)
-        except json.JSONDecodeError:
-            params[k] = v
+    params = parse_params(args.param)
     inputs = [load_npy(p) for p in args.inputs]
     actual = load_npy(args.actual)
     v = check(actual, op=args.op, inputs=inputs, standard=args.standard, **params)

@@ -256,8 +256,6 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
         out.append(CriterionResult("ulp_max", u.max <= c.ulp_max, u.max, c.ulp_max,
                                    f"max |ULP error| {u.max:.3g} (allowed {c.ulp_max:g})"))
     for q, limit in sorted(c.ulp_quantiles.items()):
-        from .distribution import QUANTILES
-
         if q in u.quantiles:
             v = u.quantiles[q]
         else:

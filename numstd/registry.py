@@ -197,7 +197,12 @@ def load_standard(data: bytes, path: str) -> Standard:
             qf = float(q)
         except ValueError:
             raise SchemaError(f"{where} [criteria.ulp_quantiles]: key {q!r} must be a quantile like \"0.999\"") from None
-        if not (0 < qf <= 1) or not isinstance(limit, (int, float)) or isinstance(limit, bool):
+        from .distribution import QUANTILES
+
+        if qf not in QUANTILES and qf != 1.0:
+            raise SchemaError(f"{where} [criteria.ulp_quantiles]: {q} is not a reported quantile; use one of "
+                              f"{', '.join(map(str, QUANTILES))} or 1.0 (the maximum)")
+        if not isinstance(limit, (int, float)) or isinstance(limit, bool):
             raise SchemaError(f"{where} [criteria.ulp_quantiles]: {q} = {limit!r} is not a quantile → ULP limit")
         quantiles[qf] = float(limit)
     if crit_t.get("nan_policy", "match") not in ("match",):

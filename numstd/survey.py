@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 

@@ -13,7 +13,6 @@ the input (matplotlib, imported only then).  Exit code 0 when the survey ran, 2 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -46,16 +45,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _params(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ParameterError(f"--param {item!r}: write NAME=VALUE, e.g. approximate=tanh")
-        k, v = item.split("=", 1)
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
+    from .cli import parse_params
+
+    return parse_params(items)
 
 
 def _inputs(text: str) -> Any:
