@@ -204,6 +204,19 @@ def version_string(pairs: Iterable[tuple[str, str]]) -> str:
     return ", ".join(f"{n} {v}" for n, v in pairs if v)
 
 
+def module_versions(modules: Iterable[str]) -> str:
+    """:func:`version_string` of the importable ones among ``modules`` (their ``__version__``)."""
+    import importlib
+
+    pairs = []
+    for mod in modules:
+        try:
+            pairs.append((mod, str(getattr(importlib.import_module(mod), "__version__", ""))))
+        except Exception:
+            continue
+    return version_string(pairs)
+
+
 def env_flags(names: Iterable[str], environ: Mapping[str, str] | None = None) -> dict:
     """The named environment variables that are set (value as a string)."""
     import os

@@ -18,10 +18,9 @@ stores fp32 tensors as bf16).  See ``docs/trainium.md``.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from .base import env_flags, missing_module_reason, version_string
+from .base import env_flags, missing_module_reason, module_versions
 from .torch_backend import TorchBackend
 
 __all__ = ["TorchNeuronxBackend", "NEURON_ENV"]
@@ -89,13 +88,7 @@ class TorchNeuronxBackend(TorchBackend):
         return frozenset({"float32", "float16", "bfloat16"})  # neuronx-cc has no float64 math
 
     def version(self) -> str:
-        pairs = []
-        for mod in ("torch", "torch_neuronx", "torch_xla", "neuronxcc"):
-            try:
-                pairs.append((mod, str(getattr(importlib.import_module(mod), "__version__", ""))))
-            except Exception:
-                continue
-        return version_string(pairs)
+        return module_versions(("torch", "torch_neuronx", "torch_xla", "neuronxcc"))
 
     def device(self) -> str:
         self.require()

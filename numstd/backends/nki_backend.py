@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import ELEMENTWISE_OPS, Backend, env_flags, version_string
+from .base import ELEMENTWISE_OPS, Backend, env_flags, module_versions
 
 __all__ = ["NkiBackend", "NKI_ENV"]
 
@@ -83,13 +83,7 @@ class NkiBackend(Backend):
         return frozenset({"float32", "float16", "bfloat16"})
 
     def version(self) -> str:
-        pairs = []
-        for mod in ("nki", "neuronxcc"):
-            try:
-                pairs.append((mod, str(getattr(importlib.import_module(mod), "__version__", ""))))
-            except Exception:
-                continue
-        return version_string(pairs)
+        return module_versions(("nki", "neuronxcc"))
 
     def device(self) -> str:
         self.require()
