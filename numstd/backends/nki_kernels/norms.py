@@ -52,6 +52,17 @@ def _load_row(vec, C):
     return row, ones
 
 
+def _rstd(data, p, C, eps):  # noqa: ANN001, ANN202 - NKI tiles
+    """``1/sqrt(mean(data²) + eps)`` per partition row: squares summed on ScalarE in fp32 (one pass)."""
+    squares = nl.ndarray((p, C), dtype=nl.float32, buffer=nl.sbuf)
+    sq_sum = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=squares, op=nl.square, data=data, reduce_op=nl.add,
+                           reduce_res=sq_sum, bias=_vector(p, 0.0), scale=1.0)
+    rstd = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=rstd, op=nl.rsqrt, data=sq_sum, bias=_vector(p, eps), scale=1.0 / C)
+    return rstd
+
+
 @nki.jit
 def layer_norm_kernel(x, weight, bias, eps):
     """Layer norm of each row of ``x`` ``[R, C]`` with ``weight``, ``bias`` ``[1, C]``; output dtype of x."""
@@ -75,12 +86,7 @@ def layer_norm_kernel(x, weight, bias, eps):
         centred = nl.ndarray((p, C), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=centred, data=x_tile, op0=nl.add, operand0=neg_mean)
 
-        squares = nl.ndarray((p, C), dtype=nl.float32, buffer=nl.sbuf)
-        sq_sum = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=squares, op=nl.square, data=centred, reduce_op=nl.add,
-                               reduce_res=sq_sum, bias=_vector(p, 0.0), scale=1.0)
-        rstd = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=rstd, op=nl.rsqrt, data=sq_sum, bias=_vector(p, eps), scale=1.0 / C)
+        rstd = _rstd(centred, p, C, eps)
 
         for ci in range((C + F - 1) // F):
             c0 = ci * F
@@ -111,12 +117,7 @@ def rms_norm_kernel(x, weight, eps):
         x_tile = nl.ndarray((p, C), dtype=x.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=x_tile, src=x[r0:r0 + p, 0:C])
 
-        squares = nl.ndarray((p, C), dtype=nl.float32, buffer=nl.sbuf)
-        sq_sum = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=squares, op=nl.square, data=x_tile, reduce_op=nl.add,
-                               reduce_res=sq_sum, bias=_vector(p, 0.0), scale=1.0)
-        rstd = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=rstd, op=nl.rsqrt, data=sq_sum, bias=_vector(p, eps), scale=1.0 / C)
+        rstd = _rstd(x_tile, p, C, eps)
 
         for ci in range((C + F - 1) // F):
             c0 = ci * F
