@@ -443,14 +443,6 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     return result
 
 
-def _with_suite(std: Any, **changes: Any) -> Any:
-    import dataclasses
-
-    suite = dict(std.suite)
-    suite.update(changes)
-    return dataclasses.replace(std, suite=suite)
-
-
 def _table_of(std: Any) -> dict:
     """The table of a loaded standard (for recalibration), from its file."""
     from importlib import resources

@@ -14,7 +14,6 @@ import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
 from numstd.calibrate import calibrate
 from numstd.publish import _repo_root, publish

@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import SchemaError
 from .formula import Formula
 
-__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "Formula"]
+__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Formula"]
 
 #: terms every model may use: magnitudes of the reference and unit roundoffs of the formats.
 COMMON_TERMS = ("absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out")
@@ -178,5 +178,3 @@ def environment(reference: Any, formats: Mapping[str, Any]) -> dict:
     )
     return env
 
-
-__all__.append("environment")
