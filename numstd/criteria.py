@@ -54,12 +54,11 @@ def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray
     The one place where a standard's model meets the judge (``check`` and ``calibrate`` both call it):
     ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and the bias mask ``E_i ≤ κ·ulp(r_i)``.
     """
-    from .ulp import ulp
-
     e = std.model.pre_rounding(env)
     bound = std.model.bound(env, std.output, ref.error_bound, pre=e)
-    mask = np.broadcast_to(e, np.shape(ref.values)) <= std.criteria.bias_kappa * ulp(ref.values, std.output)
-    judge.add(actual, ref.values, bound, chunk_index, bias_mask=mask)
+    u = env["ulp"]  # ulp(r) in the output format, computed once for the model and the judge
+    mask = np.broadcast_to(e, np.shape(ref.values)) <= std.criteria.bias_kappa * u
+    judge.add(actual, ref.values, bound, chunk_index, bias_mask=mask, ulp=u)
 
 
 def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
@@ -124,16 +123,19 @@ class Judge:
         self._seen = np.zeros(_DISTINCT_BINS, dtype=bool)  # hashed bitmap of bias-sample output values
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
-            bias_mask: np.ndarray | None = None) -> None:
+            bias_mask: np.ndarray | None = None, ulp: np.ndarray | None = None) -> None:
         """Judge one chunk: ``actual`` (float64 values of the output), ``ref`` (float64 exact values),
         ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk), ``bias_mask``
-        (elements that enter the bias statistic; see :func:`judge_chunk`)."""
-        from .ulp import ulp_error
+        (elements that enter the bias statistic; see :func:`judge_chunk`), ``ulp`` (``ulp(ref)`` in
+        the output format when the caller has it)."""
+        from .ulp import _scaled_error
+        from .ulp import ulp as ulp_of
 
         a = np.asarray(actual, dtype=np.float64).reshape(-1)
         r = np.broadcast_to(np.asarray(ref, dtype=np.float64), np.shape(actual)).reshape(-1)
         b = np.broadcast_to(np.asarray(bound, dtype=np.float64), np.shape(actual)).reshape(-1)
         m = None if bias_mask is None else np.broadcast_to(np.asarray(bias_mask, bool), np.shape(actual)).reshape(-1)
+        u = ulp_of(r, self.fmt) if ulp is None else np.broadcast_to(np.asarray(ulp, np.float64), np.shape(actual)).reshape(-1)
         self.n += a.size
         if a.size == 0:
             return
@@ -153,31 +155,44 @@ class Judge:
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
         idx = np.flatnonzero(both) if not both.all() else None
         if idx is not None:
-            a, r, b = a[idx], r[idx], b[idx]
+            a, r, b, u = a[idx], r[idx], b[idx], u[idx]
             m = None if m is None else m[idx]
         if a.size == 0:
             return
         self.compared += a.size
         err = np.abs(a - r)
         with np.errstate(divide="ignore", invalid="ignore"):
-            norm = np.where(err == 0, 0.0, err / b)
-        norm = np.where(np.isnan(norm), np.inf, norm)
-        self.violations += int((norm > 1.0).sum())
-        self.norm_max = max(self.norm_max, float(norm.max()))
-        e_ulp = ulp_error(a, r, self.fmt)
+            norm = err / b  # NaN only for 0/0 (no error: 0) or a NaN bound (no bound: inf)
+        nan = np.isnan(norm)
+        if nan.any():
+            norm[nan] = np.where(err[nan] == 0, 0.0, np.inf)
+        self.violations += int(np.count_nonzero(norm > 1.0))
+        chunk_max = float(norm.max())
+        self.norm_max = max(self.norm_max, chunk_max)
+        e_ulp = _scaled_error(a, r, u)
         # bias is a statement about rounding in the normal range: references below the smallest
         # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
         keep = np.abs(r) >= self.fmt.smallest_normal if m is None else m & (np.abs(r) >= self.fmt.smallest_normal)
-        self.dist.add(e_ulp, np.where(keep, r, 0.0))
+        self.dist.add(e_ulp, r * keep)  # r where kept, else ±0 (left out of the signed mean)
         sample = a[keep & (r != 0)]
         if sample.size:
             h = (sample.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _DISTINCT_BITS)
             self._seen[h.astype(np.intp)] = True
-        self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
+        if len(self._worst) < WORST_K or chunk_max > self._worst[0][0]:
+            # (on a tie the earlier element stays: chunks come in C order)
+            self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
 
     def _keep_worst(self, norm, a, r, e_ulp, b, idx, chunk_index, chunk_shape) -> None:
         k = min(WORST_K, norm.size)
-        top = np.argpartition(-norm, k - 1)[:k] if norm.size > k else np.arange(norm.size)
+        if norm.size > k:
+            # the k largest, ties broken toward the earlier element (as the heap does): an
+            # argpartition alone picks among tied values arbitrarily, which made the reported
+            # offenders depend on the chunk size
+            thr = np.partition(norm, norm.size - k)[norm.size - k]
+            above = np.flatnonzero(norm > thr)
+            top = np.concatenate([above, np.flatnonzero(norm == thr)[: k - above.size]])
+        else:
+            top = np.arange(norm.size)
         local = top if idx is None else idx[top]
         multi = np.unravel_index(local, chunk_shape) if chunk_shape else ()
         offs = [sl.start or 0 if isinstance(sl, slice) else sl for sl in chunk_index]

@@ -28,6 +28,7 @@ BINS_PER_OCTAVE = 16
 _LO_OCT = 30  # bins start at 2^-30 ulp
 _HI_OCT = 80  # and end at 2^80 ulp (the last bin takes everything above)
 _NBINS = (_LO_OCT + _HI_OCT) * BINS_PER_OCTAVE + 2  # + the exact-zero bin + the top bin
+_SIGN_BIT = np.uint64(1 << 63)
 
 
 @dataclass(frozen=True)
@@ -86,43 +87,51 @@ class UlpDistribution:
 
 
 class _BlockSum:
-    """Sum of a stream of float64 values over fixed blocks; see the module docstring."""
+    """Sums of ``width`` parallel streams of float64 values over fixed blocks; see the module docstring.
 
-    def __init__(self) -> None:
-        self._left = np.empty(0)
-        self._blocks: list[float] = []
+    The streams advance together (``add`` takes a ``(width, n)`` array), so one halving tree serves
+    them all; each stream's total is the same as if it were summed alone.
+    """
+
+    def __init__(self, width: int = 1) -> None:
+        self._left = np.empty((width, 0))
+        self._blocks: list[np.ndarray] = []
 
     def add(self, v: np.ndarray) -> None:
-        if self._left.size:
-            need = BLOCK - self._left.size
-            head, v = v[:need], v[need:]
-            self._left = np.concatenate([self._left, head])
-            if self._left.size < BLOCK:
+        v = v.reshape(self._left.shape[0], -1)
+        if self._left.shape[1]:
+            need = BLOCK - self._left.shape[1]
+            head, v = v[:, :need], v[:, need:]
+            self._left = np.concatenate([self._left, head], axis=1)
+            if self._left.shape[1] < BLOCK:
                 return
-            self._blocks.extend(_tree_sum(self._left.reshape(1, BLOCK)))
-            self._left = np.empty(0)
-        full = (v.size // BLOCK) * BLOCK
+            self._blocks.append(_tree_sum(self._left.reshape(-1, 1, BLOCK)))
+            self._left = self._left[:, :0]
+        full = (v.shape[1] // BLOCK) * BLOCK
         if full:
-            self._blocks.extend(_tree_sum(v[:full].reshape(-1, BLOCK)))
-        if v.size > full:
-            self._left = np.array(v[full:], dtype=np.float64)
+            self._blocks.append(_tree_sum(v[:, :full].reshape(v.shape[0], -1, BLOCK)))
+        if v.shape[1] > full:
+            self._left = np.array(v[:, full:], dtype=np.float64)
 
-    def total(self) -> float:
+    def totals(self) -> list[float]:
+        """The sum of each stream: block sums combined by ``math.fsum`` (correctly rounded)."""
         blocks = list(self._blocks)
-        if self._left.size:
-            pad = np.zeros(BLOCK)
-            pad[: self._left.size] = self._left
-            blocks.extend(_tree_sum(pad.reshape(1, BLOCK)))
-        return math.fsum(blocks)
+        if self._left.shape[1]:
+            pad = np.zeros((self._left.shape[0], 1, BLOCK))
+            pad[:, 0, : self._left.shape[1]] = self._left
+            blocks.append(_tree_sum(pad))
+        if not blocks:
+            return [0.0] * self._left.shape[0]
+        return [math.fsum(row) for row in np.concatenate(blocks, axis=1).tolist()]
 
 
-def _tree_sum(a: np.ndarray) -> list[float]:
-    """Row sums of a (k, BLOCK) array by explicit pairwise halving (deterministic IEEE adds)."""
+def _tree_sum(a: np.ndarray) -> np.ndarray:
+    """Sums over the last axis (length BLOCK) by explicit pairwise halving (deterministic IEEE adds)."""
     a = np.array(a, dtype=np.float64)
-    while a.shape[1] > 1:
-        h = a.shape[1] // 2
-        a = a[:, :h] + a[:, h:]
-    return a[:, 0].tolist()
+    while a.shape[-1] > 1:
+        h = a.shape[-1] // 2
+        a = a[..., :h] + a[..., h:]
+    return a[..., 0]
 
 
 class DistributionAccumulator:
@@ -133,32 +142,36 @@ class DistributionAccumulator:
         self.signed_count = 0
         self.max = 0.0
         self._abs = _BlockSum()
-        self._signed = _BlockSum()
-        self._signed_sq = _BlockSum()
+        self._signed = _BlockSum(width=2)  # sign(r)·e and its square
         self._hist = np.zeros(_NBINS, dtype=np.int64)
 
     def add(self, err: np.ndarray, ref: np.ndarray) -> None:
         """Add finite signed ULP errors ``err`` with their references ``ref`` (1-D, C order)."""
         if err.size == 0:
             return
+        err = np.ascontiguousarray(err, dtype=np.float64).reshape(-1)
+        ref = np.ascontiguousarray(np.broadcast_to(ref, np.shape(err)), dtype=np.float64).reshape(-1)
         a = np.abs(err)
         self.count += int(a.size)
         self.max = max(self.max, float(a.max()))
         self._abs.add(a)
+        # sign(r)·e: flip the sign bit of e where r's is set (elements with r = 0 are left out)
+        s = (err.view(np.uint64) ^ (ref.view(np.uint64) & _SIGN_BIT)).view(np.float64)
         nz = ref != 0
-        s = np.where(ref[nz] > 0, err[nz], -err[nz])
+        if not nz.all():
+            s = s[nz]
         self.signed_count += int(s.size)
-        self._signed.add(s)
-        self._signed_sq.add(s * s)
+        self._signed.add(np.stack([s, s * s]))
         self._hist += np.bincount(_bin_index(a), minlength=_NBINS)
 
     def result(self) -> UlpDistribution:
         if self.count == 0:
             return UlpDistribution()
-        mean_s = self._signed.total() / self.signed_count if self.signed_count else 0.0
-        var = self._signed_sq.total() / self.signed_count - mean_s * mean_s if self.signed_count else 0.0
+        sum_s, sum_sq = self._signed.totals()
+        mean_s = sum_s / self.signed_count if self.signed_count else 0.0
+        var = sum_sq / self.signed_count - mean_s * mean_s if self.signed_count else 0.0
         return UlpDistribution(
-            count=self.count, max=self.max, mean=self._abs.total() / self.count,
+            count=self.count, max=self.max, mean=self._abs.totals()[0] / self.count,
             mean_signed=mean_s, std_signed=math.sqrt(max(var, 0.0)), signed_count=self.signed_count,
             quantiles={q: self._quantile(q) for q in QUANTILES}, histogram=self._coarse(),
         )

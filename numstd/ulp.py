@@ -13,8 +13,8 @@ exponent ``emin``:
   to ``a`` (ordered-integer distance of the bit patterns, as ``numpy.testing.assert_array_max_ulp``
   and B. Dawson, "Comparing floating point numbers, 2012 edition"), signed like ``a - b``.
 
-Everything is exact: ``floor(log2|r|)`` comes from ``np.frexp`` and scaling by powers of two from
-``np.ldexp``; no logarithm is evaluated.  Work is done in cache-sized chunks (``np.nditer``
+Everything is exact: ``2**floor(log2|r|)`` is read from the exponent bits of the float64 ``r``
+and scaled by powers of two; no logarithm is evaluated.  Work is done in cache-sized chunks (``np.nditer``
 buffering), so memory stays a few times the output's size whatever the input dtypes and
 broadcasting.
 """
@@ -66,13 +66,27 @@ def _chunked(
         return it.operands[-1]
 
 
-def _quantum_exponent(r: np.ndarray, f: Format) -> np.ndarray:
-    """Integer ``max(floor(log2|r|), emin) - p + 1`` (r = 0 and non-finite r: ``emin - p + 1``)."""
-    _, e = np.frexp(r)  # r = m * 2**e with 0.5 <= |m| < 1: floor(log2|r|) = e - 1
-    np.maximum(e, f.emin + 1, out=e)
-    e[~np.isfinite(r) | (r == 0)] = f.emin + 1  # frexp gives e = 0 there: use the lowest binade
-    e -= f.p
-    return e
+_EXPONENT_BITS = np.uint64(0x7FF0000000000000)
+_WHOLE = 1 << 20  # float64 arrays up to this size are done in one vectorized pass (no nditer)
+
+
+def _spacing(r: np.ndarray, f: Format) -> np.ndarray:
+    """``ulp(r)`` of float64 ``r`` from its exponent bits (exact; NaN for non-finite ``r``).
+
+    Masking everything but the exponent field of ``|r|`` gives ``2**floor(log2|r|)`` for a normal
+    float64, 0 for zero and float64 subnormals (below every format's ``2**emin``) and +inf for
+    non-finite ``r``; multiplying by ``2**(1 - p)`` is exact (a power of two at least ``2**-1074``),
+    and the maximum with ``2**(emin - p + 1)`` is the ``max(., emin)`` of the definition.
+    """
+    out = np.bitwise_and(r.view(np.uint64), _EXPONENT_BITS, out=np.empty(r.shape, np.uint64)).view(np.float64)
+    out *= 2.0 ** (1 - f.p)
+    np.maximum(out, 2.0 ** (f.emin - f.p + 1), out=out)
+    np.copyto(out, np.nan, where=np.isinf(out))
+    return out
+
+
+def _f64(x: np.ndarray) -> bool:
+    return x.dtype == np.float64 and x.size <= _WHOLE
 
 
 def ulp(r: Any, fmt: Any) -> np.ndarray:
@@ -99,22 +113,18 @@ def ulp(r: Any, fmt: Any) -> np.ndarray:
     (True, True)
     """
     f = get_format(fmt)
-
-    def chunk(rr: np.ndarray) -> np.ndarray:
-        out = np.ldexp(1.0, _quantum_exponent(rr, f))
-        out[~np.isfinite(rr)] = np.nan
-        return out
-
-    return _chunked(chunk, [_array(r, "r")], [np.dtype(np.float64)])
+    arr = _array(r, "r")
+    if _f64(arr):
+        return _spacing(np.asarray(arr), f)
+    return _chunked(lambda rr: _spacing(rr, f), [arr], [np.dtype(np.float64)])
 
 
 def ulp_error(actual: Any, reference: Any, fmt: Any) -> np.ndarray:
     """Signed error of ``actual`` in units of ``ulp(reference)`` of the output format ``fmt``.
 
-    ``ulp_error = (actual - reference) / ulp(reference, fmt)``, computed as
-    ``ldexp(actual - reference, -k)`` with the integer ``k`` of :func:`ulp`: exact except for the
-    single float64 rounding of the difference (if that difference overflows, the two scaled
-    operands are subtracted instead).  A correctly rounded result has ``|ulp_error| <= 0.5``.
+    ``ulp_error = (actual - reference) / ulp(reference, fmt)``: exact except for the single float64
+    rounding of the difference, since the ULP is a power of two (if the difference overflows, the
+    two scaled operands are subtracted instead).  A correctly rounded result has ``|ulp_error| <= 0.5``.
 
     Non-finite values: both NaN -> 0; both the same infinity -> 0; every other case where either
     side is NaN or infinite (NaN vs a number, an infinity vs a finite value, +inf vs -inf) -> NaN,
@@ -135,21 +145,27 @@ def ulp_error(actual: Any, reference: Any, fmt: Any) -> np.ndarray:
     """
     f = get_format(fmt)
 
-    def chunk(a: np.ndarray, r: np.ndarray) -> np.ndarray:
-        k = _quantum_exponent(r, f)
-        err = np.ldexp(a - r, -k)
+    a_arr, r_arr = _array(actual, "actual"), _array(reference, "reference")
+    if _f64(a_arr) and _f64(r_arr) and a_arr.shape == r_arr.shape:
+        return _scaled_error(np.asarray(a_arr), np.asarray(r_arr), _spacing(np.asarray(r_arr), f))
+    f64 = np.dtype(np.float64)
+    return _chunked(lambda a, r: _scaled_error(a, r, _spacing(r, f)), [a_arr, r_arr], [f64, f64])
+
+
+def _scaled_error(a: np.ndarray, r: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``(a - r) / u`` for ``u = ulp(r)`` (see :func:`ulp_error` for spills and specials)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.asarray(a - r)
+        err /= u  # u is a power of two: exact
         finite = np.isfinite(a) & np.isfinite(r)
         spill = finite & ~np.isfinite(err)  # |a - r| beyond float64 (float64 format only)
         if spill.any():
-            err[spill] = np.ldexp(a[spill], -k[spill]) - np.ldexp(r[spill], -k[spill])
+            err[spill] = a[spill] / u[spill] - r[spill] / u[spill]
         special = ~finite
         if special.any():
             same = (np.isnan(a) & np.isnan(r)) | (np.isinf(a) & (a == r))
             err[special] = np.where(same[special], 0.0, np.nan)
-        return err
-
-    f64 = np.dtype(np.float64)
-    return _chunked(chunk, [_array(actual, "actual"), _array(reference, "reference")], [f64, f64])
+    return err
 
 
 def _as_format(x: Any, f: Format, name: str) -> np.ndarray:

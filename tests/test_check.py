@@ -138,6 +138,28 @@ def test_verdict_identical_for_any_chunk_size():
         assert numstd.check(out, op="matmul", inputs=[a, b], chunk_size=cs).to_json() == base
 
 
+def test_worst_offenders_with_ties_identical_for_any_chunk_size():
+    # bf16 cumsum accumulated in bf16: many elements share the same |error|/bound, and the reported
+    # offenders must be the earliest of the tied ones whatever the chunking (an argpartition picked
+    # among ties arbitrarily before: chunk_size=777 reported element [12, 63] instead of [20, 63])
+    from numstd.corpus import variants_for
+    from numstd.registry import get_standard
+    from numstd.suites import make_case
+
+    std = get_standard("NS-CUMSUM-BF16@1")
+    case = make_case("cumsum", (32, 64), "offset", 7, ["bfloat16"], dict(std.suite.get("params", {})))
+    bug = next(v for v in variants_for("cumsum") if v.name == "acc-output-format")
+    out = bug(case.inputs, case.params, out=std.output, acc=std.accumulate, seed=1)
+    verdicts = [numstd.check(out, op="cumsum", inputs=case.inputs, standard=std.key, chunk_size=cs, **case.params)
+                for cs in (10**9, 777, 64, 1)]
+    assert not verdicts[0].passed and len(verdicts[0].worst) == 10
+    assert all(v.to_json() == verdicts[0].to_json() for v in verdicts)
+    norms = [w.normalized for w in verdicts[0].worst]
+    flat = [int(np.ravel_multi_index(w.index, (32, 64))) for w in verdicts[0].worst]
+    # sorted by normalized error, ties by position
+    assert all((n1, -f1) > (n2, -f2) for n1, f1, n2, f2 in zip(norms, flat, norms[1:], flat[1:]))
+
+
 def test_thread_safe_and_deterministic():
     x, r = _softmax_case(n=128, rows=16)
     outs = [round_to(r, "bfloat16", "stochastic", seed=s) for s in range(8)]

@@ -102,9 +102,15 @@ def _readonly(a: Any) -> np.ndarray:
 
 
 def _finish_bound(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
-    bound = np.asarray(bound, dtype=np.float64) * INFLATE
-    bound = np.where(np.isnan(bound), np.inf, bound)
-    return np.where(np.isfinite(values), bound, 0.0)
+    bound = np.multiply(np.asarray(bound, dtype=np.float64), INFLATE,
+                        out=np.empty(np.broadcast_shapes(np.shape(bound), values.shape)))
+    nan = np.isnan(bound)
+    if nan.any():
+        bound[nan] = np.inf
+    special = ~np.isfinite(values)
+    if special.any():
+        bound[special] = 0.0
+    return bound
 
 
 def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, **params: Any) -> Reference:
