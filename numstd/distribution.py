@@ -127,7 +127,7 @@ class _BlockSum:
 
 def _tree_sum(a: np.ndarray) -> np.ndarray:
     """Sums over the last axis (length BLOCK) by explicit pairwise halving (deterministic IEEE adds)."""
-    a = np.array(a, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
     while a.shape[-1] > 1:
         h = a.shape[-1] // 2
         a = a[..., :h] + a[..., h:]
@@ -207,8 +207,11 @@ class DistributionAccumulator:
 def _bin_index(a: np.ndarray) -> np.ndarray:
     """Fine bin of ``|e|``: 0 for exact zero, then ``ceil(16·log2|e|)`` shifted and clipped."""
     with np.errstate(divide="ignore"):
-        k = np.ceil(np.log2(a) * BINS_PER_OCTAVE)
-    k = np.clip(k, -_LO_OCT * BINS_PER_OCTAVE, _HI_OCT * BINS_PER_OCTAVE) + _LO_OCT * BINS_PER_OCTAVE + 1
+        k = np.log2(a)
+    k *= BINS_PER_OCTAVE
+    np.ceil(k, out=k)
+    np.clip(k, -_LO_OCT * BINS_PER_OCTAVE, _HI_OCT * BINS_PER_OCTAVE, out=k)
+    k += _LO_OCT * BINS_PER_OCTAVE + 1
     k[a == 0] = 0
     return k.astype(np.intp)
 
