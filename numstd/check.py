@@ -96,8 +96,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     judge = Judge(std.output, shape, std.criteria.signed_zero)
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
+    cache: dict = {}  # shared operands converted once for all chunks (contractions)
     for ch in plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)):
-        ref = reference(op, ch.inputs, resolution=std.output, **full)
+        ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
         env = environment(ref, fmts)
         judge_chunk(judge, std, env, ref, np.asarray(act[ch.out_index], dtype=np.float64), ch.out_index)
     res = judge.result()

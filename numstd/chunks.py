@@ -20,9 +20,9 @@ import numpy as np
 __all__ = ["Chunk", "plan", "DEFAULT_CHUNK", "default_chunk"]
 
 DEFAULT_CHUNK = 1 << 16  # output elements per chunk (2^16: 1.4-1.9x faster than 2^18 and 0.17 of the input in extra memory, benchmarks/perf)
-#: contractions do a float64 GEMM per chunk: larger chunks keep BLAS efficient (2048³ bf16 matmul:
-#: 1.14 s at 2^16, 0.73 s at 2^18, 0.53 s at 2^20 on 2 cores; benchmarks/perf/bench_matmul.py)
-CONTRACTION_CHUNK = 1 << 18
+#: contractions do GEMMs per chunk: larger chunks keep BLAS efficient; their row ranges are also
+#: rounded to whole blocks of ``reference.contraction.ROW_BLOCK`` rows (see :func:`plan`)
+CONTRACTION_CHUNK = 1 << 19
 
 
 def default_chunk(kind: str) -> int:
@@ -39,6 +39,7 @@ class Chunk:
     prefix: tuple
     axis: int
     start: int
+    row_offset: int = 0  # contractions: absolute number of the chunk's first row (reference row_offset)
 
 
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:
@@ -113,7 +114,9 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
     params : dict (validated, defaults filled)
     out_shape : tuple
     chunk : int
-        Target number of output elements per chunk (≥ 1).
+        Target number of output elements per chunk (≥ 1).  For matmul, linear and attention a
+        chunk of rows holds whole aligned blocks of ``ROW_BLOCK`` rows (the step is rounded up), so
+        that no BLAS block is computed twice.
     """
     chunk = max(1, int(chunk))
     n_split = _splittable_axes(op_kind, op, inputs, params, len(out_shape))
@@ -128,6 +131,11 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
             j = k
             break
     step = max(1, chunk // max(1, math.prod(out_shape[j + 1:])))
+    rows_axis = _rows_axis(op, inputs, len(out_shape))
+    if j == rows_axis:
+        from .reference.contraction import ROW_BLOCK
+
+        step = -(-step // ROW_BLOCK) * ROW_BLOCK
     for prefix in itertools.product(*(range(n) for n in out_shape[:j])):
         for start in range(0, out_shape[j], step):
             sl = slice(start, min(start + step, out_shape[j]))
@@ -139,4 +147,29 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
                     continue
                 sel = _input_index(op, arr, pos, len(out_shape), idx, n_split)
                 ins.append(arr if sel is None else arr[sel])
-            yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start)
+            row0 = _row_offset(op, out_shape, rows_axis, tuple(prefix), j, start)
+            yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start, row0)
+
+
+def _rows_axis(op: str, inputs: Sequence[np.ndarray], out_ndim: int) -> int:
+    """The output axis that numbers the rows of a contraction's left operand (-1: none).
+
+    matmul and attention: the second-to-last axis (the last when ``B`` is a vector); linear: its
+    rows are all leading axes flattened, numbered along the last of them.
+    """
+    if op in ("matmul", "attention", "linear") and out_ndim >= 1:
+        if op == "matmul" and inputs[1] is not None and np.ndim(inputs[1]) == 1:
+            return out_ndim - 1
+        return out_ndim - 2
+    return -1
+
+
+def _row_offset(op: str, out_shape: tuple, rows_axis: int, prefix: tuple, j: int, start: int) -> int:
+    """Absolute number of the first left-operand row of a chunk (0 when it holds whole matrices)."""
+    if rows_axis < 0:
+        return 0
+    if op == "linear":
+        lead = out_shape[:-1]
+        idx = prefix + (start,) + (0,) * (len(lead) - j - 1)
+        return int(np.ravel_multi_index(idx, lead)) if lead else 0
+    return start if j == rows_axis else 0

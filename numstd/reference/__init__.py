@@ -113,7 +113,8 @@ def _finish_bound(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
     return bound
 
 
-def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, **params: Any) -> Reference:
+def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, row_offset: int = 0,
+              cache: dict | None = None, **params: Any) -> Reference:
     """Compute the reference result of ``op`` on ``inputs``.
 
     Parameters
@@ -127,6 +128,14 @@ def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, **param
         The format whose ULPs the values must resolve (default float32): contractions refine
         cancelling elements beyond one float64 GEMM only where that format could see the
         difference; ``check`` passes the standard's output format. The bound is proven either way.
+    row_offset : int
+        For callers that compute a product in chunks of rows (``check``): the absolute number of
+        the first row of this chunk (matmul, linear: flattened rows of the output; attention: query
+        rows), so that contractions compute each element in the same BLAS block whatever the
+        chunking (:func:`numstd.reference.contraction.padded_matmul`).
+    cache : dict, optional
+        A dict the caller keeps across the chunks of one call: contractions convert a shared
+        operand (the ``B`` of a matmul, a linear weight) once instead of once per chunk.
     **params
         Op parameters (``axis``, ``eps``, ``approximate``, ``scale``, ``causal``, ``reduction``…).
 
@@ -152,7 +161,8 @@ def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, **param
     module, func = _IMPL[spec.name]
     impl = getattr(importlib.import_module(f"{__name__}.{module}"), func)
     with np.errstate(all="ignore"):
-        values, bound, aux = impl(spec.name, arrays, dict(full, _resolution=resolution))
+        values, bound, aux = impl(spec.name, arrays, dict(full, _resolution=resolution, _row0=int(row_offset),
+                                                          _cache=cache))
         values = np.asarray(values, dtype=np.float64)
         bound = _finish_bound(values, bound)
     return Reference(

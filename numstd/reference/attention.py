@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .contraction import padded_matmul, dot, dot_dd
+from .contraction import ROW0_KEY, padded_matmul, dot, dot_dd
 from .elementwise import C_EXP
 from .softmax import exp_rows
 from .summation import U, two_prod
@@ -46,7 +46,8 @@ def attention(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     q, k, v = (np.asarray(a, dtype=np.float64) for a in arrays)
     scale = float(params["scale"])
     L, S = q.shape[-2], k.shape[-2]
-    hi, lo, err, absqk = dot_dd(q, np.swapaxes(k, -1, -2))
+    row0 = params.get(ROW0_KEY, 0)  # absolute number of the first query row (chunked callers)
+    hi, lo, err, absqk = dot_dd(q, np.swapaxes(k, -1, -2), row0)
     sh, e = two_prod(hi, np.full_like(hi, scale))
     p = lo * scale
     sl = e + p
@@ -67,10 +68,10 @@ def attention(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     w = np.where(live, r.rel + eta + r.rel * eta, 0.0)
     wmax = np.max(w, axis=-1, keepdims=True)
     corr = np.where(wmax < 0.5, 1.0 / (1.0 - np.minimum(wmax, 0.5)), np.inf)
-    out, b_pv, absout = dot(r.y, v, rel_slack=(2 * C_EXP + 3) * U)
+    out, b_pv, absout = dot(r.y, v, rel_slack=(2 * C_EXP + 3) * U, row0=row0)
     absv = np.abs(v)
     floor = 2 * (S + 2) * _TINY * grow * np.sum(absv, axis=-2, keepdims=True)
-    bound = b_pv + corr * padded_matmul(r.y * w, absv) + floor
+    bound = b_pv + corr * padded_matmul(r.y * w, absv, row0) + floor
     aux = {"absout": absout, "K": np.asarray(float(S)), "E": np.asarray(float(q.shape[-1])),
            "scoremag": np.max(scoremag, axis=-1, keepdims=True)}
     return out, bound, aux

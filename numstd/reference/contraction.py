@@ -59,7 +59,8 @@ from ..formats import get_format
 
 from .summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
-__all__ = ["matmul", "linear", "dot", "dot_dd", "padded_matmul", "gamma", "FLAG_FRACTION", "EXACT_PER_ROW"]
+__all__ = ["matmul", "linear", "dot", "dot_dd", "padded_matmul", "operand", "abs_product", "gamma", "FLAG_FRACTION",
+           "EXACT_PER_ROW", "ROW_BLOCK"]
 
 FLAG_FRACTION: float = 2.0**-10
 """Elements whose bound exceeds this fraction of their float32 ulp are refined."""
@@ -67,8 +68,8 @@ FLAG_FRACTION: float = 2.0**-10
 EXACT_PER_ROW: int = 64
 """Most elements of one output row that stage 3 computes (the first ones flagged)."""
 
-_ROW_QUANTUM = 16  # BLAS calls see row counts padded to a multiple of this (padded_matmul)
-_K_BLOCK = 256  # and at most this many terms per dot product
+ROW_BLOCK: int = 256
+"""Every BLAS call of a reference sees exactly this many rows, at their absolute positions."""
 
 _TINY = 2.0**-1074
 
@@ -79,25 +80,36 @@ def gamma(n: int | np.ndarray) -> float | np.ndarray:
     return nu / (1.0 - nu)
 
 
-def padded_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` by BLAS in a fixed order: rows padded to a multiple of 16, K cut into blocks of 256.
+def padded_matmul(a: np.ndarray, b: np.ndarray, row0: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` by BLAS with every output element computed the same way whatever the chunking.
 
-    OpenBLAS chooses kernels and, with several threads, how to split K by problem size, so one
-    element can come out differently depending on the rows computed with it.  With the row count a
-    multiple of 16 and at most 256 terms per call (the block results added in order), every
-    element is bit-identical whatever rows it is computed with (checked in the tests on random
-    shapes).  Any order of the K products satisfies the same ``gamma_K`` bound.
+    BLAS libraries choose kernels, blockings and edge code by problem size and position, so one
+    element can come out differently depending on the rows computed with it (measured: OpenBLAS
+    0.3.31, SkylakeX and Haswell kernels, float32 and float64, one thread or two).  Here the rows
+    of ``a`` carry their absolute row numbers — ``rows``, default ``row0, row0 + 1, …`` — and
+    every BLAS call is one aligned block of :data:`ROW_BLOCK` absolute rows (rows ``[i R, (i+1) R)``),
+    with each row at its own position in the block and zeros where the caller has no row.  Every
+    element thus comes from the same call shape, position and K order whichever chunk computes it
+    (tested on random shapes and chunkings).  Any order of the K products satisfies the same
+    ``gamma_K`` bound.
     """
     m, k = a.shape[-2], a.shape[-1]
-    pad = -m % _ROW_QUANTUM
-    if pad:
-        padded = np.zeros(a.shape[:-2] + (m + pad, k))
-        padded[..., :m, :] = a
-        a = padded
-    out = np.matmul(a[..., :_K_BLOCK], b[..., :_K_BLOCK, :])
-    for k0 in range(_K_BLOCK, k, _K_BLOCK):
-        out += np.matmul(a[..., k0:k0 + _K_BLOCK], b[..., k0:k0 + _K_BLOCK, :])
-    return out[..., :m, :] if pad else out
+    rows = np.arange(row0, row0 + m) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, b.shape[-1]),
+                   dtype=np.result_type(a.dtype, b.dtype))
+    if m == 0:
+        return out
+    block = rows // ROW_BLOCK
+    cuts = np.concatenate([[0], np.flatnonzero(np.diff(block)) + 1, [m]])
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        pos = rows[lo:hi] - block[lo] * ROW_BLOCK
+        if hi - lo == ROW_BLOCK:  # a whole aligned block: no copy
+            out[..., lo:hi, :] = np.matmul(a[..., lo:hi, :], b)
+            continue
+        x = np.zeros(a.shape[:-2] + (ROW_BLOCK, k), dtype=a.dtype)
+        x[..., pos, :] = a[..., lo:hi, :]
+        out[..., lo:hi, :] = np.matmul(x, b)[..., pos, :]
+    return out
 
 
 def _ulp_in(v: np.ndarray, resolution: Any) -> np.ndarray:
@@ -108,6 +120,80 @@ def _ulp_in(v: np.ndarray, resolution: Any) -> np.ndarray:
 
 #: private key under which :func:`numstd.reference.reference` passes ``resolution`` to the ops
 RESOLUTION_KEY = "_resolution"
+#: private keys under which it passes its ``cache`` (a dict, or None) and ``row_offset``
+CACHE_KEY = "_cache"
+ROW0_KEY = "_row0"
+
+_F32_SMALLEST_NORMAL = 2.0**-126
+
+
+def _float32_exact(x: np.ndarray) -> bool:
+    """Whether every value of ``x``'s dtype is a float32 (float32, tf32, bf16, fp16, the fp8s)."""
+    from ..formats import FORMATS
+
+    f = FORMATS.get(x.dtype.name)
+    return (f is not None and f.p <= 24 and f.max_finite <= float(np.finfo(np.float32).max)
+            and f.smallest_subnormal >= 2.0**-149)
+
+
+def operand(x: np.ndarray, cache: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(x in float64, |x|)`` for a GEMM operand; ``|x|`` is float32 when that is exact.
+
+    ``cache`` (a dict kept by the caller for the chunks of one call) holds the result per operand
+    (keyed by its memory, shape, strides and dtype), so a shared operand — ``B`` of a matmul whose
+    rows are chunked — is converted once, not once per chunk.
+    """
+    key = None
+    if cache is not None:
+        key = ("operand", x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str)
+        if key in cache:
+            return cache[key]
+    x64 = np.asarray(x, dtype=np.float64)
+    ax = np.abs(x64)
+    if _float32_exact(x):
+        ax = ax.astype(np.float32)
+    if key is not None:
+        cache[key] = (x64, ax)
+    return x64, ax
+
+
+def abs_product(absA: np.ndarray, absB: np.ndarray, row0: int = 0) -> np.ndarray:
+    """An upper bound on ``|A| @ |B|`` in float64, from a float32 GEMM where that is safe.
+
+    Every computed sum ``s^`` of ``K`` nonnegative products satisfies ``|s^ - s| <= gamma_K s`` in
+    any order, with or without FMA (Higham 2002, eq. (3.5)), plus at most ``2**(emin)`` per
+    operation lost to underflow (gradual or flushed), so
+    ``s <= (s^ + 2 K 2**emin) (1 - K u) / (1 - 2 K u)``, which is what is returned (rounded up).
+    When both operands are float32 (exact: :func:`operand`), ``K < 2**22``, nothing can overflow
+    (``max|a|·max|b|·K < 2**126``) and neither holds float32 subnormals (a denormals-are-zero mode
+    would drop them), the GEMM runs in float32 (``u = 2**-24``, twice as fast as float64) and the
+    result exceeds the exact ``|A||B|`` by at most about ``2 K 2**-24`` relative (7.6e-5 at
+    ``K = 640``); otherwise in float64 (``u = 2**-53``).  ``row0``: the absolute number of the first
+    row (:func:`padded_matmul`).
+    """
+    K = absA.shape[-1]
+    if absA.dtype == np.float32 and absB.dtype == np.float32 and 0 < K < 2**22 and absA.size and absB.size:
+        ma, mb = float(absA.max()), float(absB.max())
+        if ma * mb * K < 2.0**126 and not _has_subnormal(absA) and not _has_subnormal(absB):
+            return _inflate(padded_matmul(absA, absB, row0).astype(np.float64), K, 2.0**-24, 2.0**-126)
+    s = padded_matmul(np.asarray(absA, dtype=np.float64), np.asarray(absB, dtype=np.float64), row0)
+    return _inflate(s, K, U, 2.0**-1022)
+
+
+def _inflate(s: np.ndarray, K: int, u: float, tiny: float) -> np.ndarray:
+    """``(s + 2 K tiny) (1 - K u) / (1 - 2 K u)``, rounded up (see :func:`abs_product`)."""
+    nu = K * u
+    if nu >= 0.25:  # pragma: no cover - K >= 2**51 float64 terms
+        return np.full_like(s, np.inf)
+    s += 2 * K * tiny
+    s *= (1.0 - nu) / (1.0 - 2.0 * nu) * (1.0 + 2.0**-50)
+    return s
+
+
+def _has_subnormal(ax: np.ndarray) -> bool:
+    """Whether the nonnegative float32 array holds a subnormal."""
+    small = ax < _F32_SMALLEST_NORMAL
+    return bool(small.any()) and bool((ax[small] > 0).any())
 
 
 def _batch_index(arr: np.ndarray, idx: tuple) -> tuple:
@@ -117,10 +203,11 @@ def _batch_index(arr: np.ndarray, idx: tuple) -> tuple:
     return tuple(0 if arr.shape[k] == 1 else idx[k + off] for k in range(nb))
 
 
-def _ozaki(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None
+def _ozaki(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, rows: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Stage 2: ``(hi, lo, err)`` with ``|hi + lo - (a @ b + bias)| <= err``, ``lo`` the rounding
-    error of ``hi``; None when the split would overflow or underflow.  Batch axes broadcast."""
+    error of ``hi``; None when the split would overflow or underflow.  Batch axes broadcast;
+    ``rows``: the absolute row numbers of ``a`` (:func:`padded_matmul`)."""
     if bias is not None:
         a = np.concatenate([a, np.ones(a.shape[:-1] + (1,))], axis=-1)
         b = np.concatenate([b, np.broadcast_to(bias, b.shape[:-2] + (1, b.shape[-1]))], axis=-2)
@@ -140,11 +227,11 @@ def _ozaki(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None
     b1 = b + sb
     b1 -= sb
     br = b - b1
-    t1 = padded_matmul(a1, b1)  # exact
+    t1 = padded_matmul(a1, b1, rows=rows)  # exact
     del b1
-    t2 = padded_matmul(a1, br)
+    t2 = padded_matmul(a1, br, rows=rows)
     del br
-    t2 += padded_matmul(ar, b)
+    t2 += padded_matmul(ar, b, rows=rows)
     del ar
     hi, lo = two_sum(t1, t2)
     del t1
@@ -181,7 +268,8 @@ def _exact_dots(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, i: np.nda
 
 
 def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.ndarray,
-            bound: np.ndarray, flag: np.ndarray, slack: np.ndarray | None, resolution: Any = "float32") -> None:
+            bound: np.ndarray, flag: np.ndarray, slack: np.ndarray | None, resolution: Any = "float32",
+            row0: int = 0) -> None:
     """Stages 2 and 3 on the flagged elements, updating values and bound in place.
 
     Every decision is taken per row (stage 2 on whole rows, the stage-3 cap per row), so a row's
@@ -195,7 +283,7 @@ def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.nd
         v, bd = values[idx], bound[idx]
         rows = np.flatnonzero(f.any(axis=1))
         whole = len(rows) == a.shape[0]
-        res = _ozaki(a if whole else a[rows], b, bias)
+        res = _ozaki(a if whole else a[rows], b, bias, row0 + rows)
         if res is not None:
             new_v, new_b = res[0], np.abs(res[1]) + res[2]
             vs, bs, fs = (v, bd, f) if whole else (v[rows], bd[rows], f[rows])
@@ -225,7 +313,8 @@ def _too_loose(values: np.ndarray, bound: np.ndarray, slack: np.ndarray | None,
 
 def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         rel_slack: np.ndarray | None = None, resolution: Any = "float32",
-        resolution_slack: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        resolution_slack: bool = False, absA: np.ndarray | None = None,
+        absB: np.ndarray | None = None, row0: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``A @ B (+ bias)`` with a proven bound (module docstring).
 
     Parameters
@@ -244,14 +333,20 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
     resolution_slack : bool
         Also skip elements whose float64 bound is below ``2**-10 · u(resolution) · |A||B|`` (what
         ``check`` asks for: its standards allow at least that much accumulation error).
+    absA, absB : numpy.ndarray, optional
+        ``|A|`` and ``|B|`` when the caller has them (:func:`operand`; float32 where exact).
+    row0 : int
+        Absolute number of the first row of ``A`` in the whole product (callers computing a
+        product in chunks of rows pass it, so that every chunking gives the same bits:
+        :func:`padded_matmul`).
 
     Returns
     -------
     values, bound, absdot : numpy.ndarray
-        ``absdot = |A| @ |B| (+ |bias|)``.
+        ``absdot``: an upper bound on ``|A| @ |B| (+ |bias|)`` (:func:`abs_product`).
     """
-    values = padded_matmul(A, B)
-    absdot = padded_matmul(np.abs(A), np.abs(B))
+    values = padded_matmul(A, B, row0)
+    absdot = abs_product(np.abs(A) if absA is None else absA, np.abs(B) if absB is None else absB, row0)
     terms = A.shape[-1]
     if bias is not None:
         values += bias
@@ -266,11 +361,11 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
     slack = None if rel_slack is None else np.broadcast_to(rel_slack * absdot, values.shape)
     flag = _too_loose(values, bound, slack, resolution)
     if flag.any():
-        _refine(A, B, bias, values, bound, flag, slack, resolution)
+        _refine(A, B, bias, values, bound, flag, slack, resolution, row0)
     return values, bound, absdot
 
 
-def dot_dd(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def dot_dd(A: np.ndarray, B: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``A @ B`` as a double-double ``hi + lo`` (stage 2 on every element; batch axes broadcast).
 
     Returns
@@ -280,11 +375,11 @@ def dot_dd(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         ``absdot = |A| @ |B|``.  Where the split is impossible (float64 inputs near overflow or
         underflow), ``hi = fl(A @ B)``, ``lo = 0`` and ``err`` is the stage-1 bound.
     """
-    absdot = padded_matmul(np.abs(A), np.abs(B))
-    res = _ozaki(A, B, None)
+    absdot = padded_matmul(np.abs(A), np.abs(B), row0)
+    res = _ozaki(A, B, None, np.arange(row0, row0 + A.shape[-2]))
     if res is None:
         K = A.shape[-1]
-        hi = padded_matmul(A, B)
+        hi = padded_matmul(A, B, row0)
         return hi, np.zeros_like(hi), gamma(K) * absdot + K * _TINY, absdot
     hi, lo, err = res
     return hi, lo, err, absdot
@@ -292,13 +387,17 @@ def dot_dd(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``matmul(A, B)`` (numpy semantics, 1-D operands included)."""
-    A = np.asarray(arrays[0], dtype=np.float64)
-    B = np.asarray(arrays[1], dtype=np.float64)
+    A, absA = operand(np.asarray(arrays[0]))
+    B, absB = operand(np.asarray(arrays[1]), params.get(CACHE_KEY))  # B is shared by every chunk of rows
     K = A.shape[-1]
     res = params.get(RESOLUTION_KEY)
-    values, bound, absdot = dot(A[None, :] if A.ndim == 1 else A, B[:, None] if B.ndim == 1 else B,
-                                resolution=res or "float32", resolution_slack=res is not None)
     drop = tuple(ax for ax, one_d in ((-1, B.ndim == 1), (-2, A.ndim == 1)) if one_d)
+    if A.ndim == 1:
+        A, absA = A[None, :], absA[None, :]
+    if B.ndim == 1:
+        B, absB = B[:, None], absB[:, None]
+    values, bound, absdot = dot(A, B, resolution=res or "float32", resolution_slack=res is not None,
+                                absA=absA, absB=absB, row0=params.get(ROW0_KEY, 0))
     if drop:
         values, bound, absdot = (np.squeeze(t, axis=drop) for t in (values, bound, absdot))
     return values, bound, {"absdot": absdot, "K": np.asarray(float(K))}
@@ -306,13 +405,14 @@ def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
 
 def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``linear(x, weight, bias)`` = ``x @ weight.T + bias``."""
-    x = np.asarray(arrays[0], dtype=np.float64)
-    W = np.asarray(arrays[1], dtype=np.float64)
+    x, absx = operand(np.asarray(arrays[0]))
+    W, absW = operand(np.asarray(arrays[1]), params.get(CACHE_KEY))  # the weight is shared by every chunk
     b = None if arrays[2] is None else np.asarray(arrays[2], dtype=np.float64)
     k = x.shape[-1]
-    x2 = x.reshape(-1, k)
     res = params.get(RESOLUTION_KEY)
-    values, bound, absdot = dot(x2, W.T, b, resolution=res or "float32", resolution_slack=res is not None)
+    values, bound, absdot = dot(x.reshape(-1, k), W.T, b, resolution=res or "float32",
+                                resolution_slack=res is not None, absA=absx.reshape(-1, k), absB=absW.T,
+                                row0=params.get(ROW0_KEY, 0))
     shape = x.shape[:-1] + (W.shape[0],)
     return (values.reshape(shape), bound.reshape(shape),
             {"absdot": absdot.reshape(shape), "K": np.asarray(float(k))})
