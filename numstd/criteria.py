@@ -53,12 +53,38 @@ def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray
 
     The one place where a standard's model meets the judge (``check`` and ``calibrate`` both call it):
     ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and the bias mask ``E_i ≤ κ·ulp(r_i)``.
+    A chunk larger than :data:`numstd.chunks.DEFAULT_CHUNK` elements (contractions compute their
+    references in larger chunks, for the BLAS) is judged in pieces of rows of about that size,
+    which keeps the per-element arrays in cache; pieces arrive in C order, so totals are unchanged.
     """
+    from .chunks import DEFAULT_CHUNK
+
+    shape = np.shape(ref.values)
+    rows = shape[0] if shape else 1
+    step = max(1, DEFAULT_CHUNK // max(1, math.prod(shape[1:])))
+    if rows <= step:
+        _judge_piece(judge, std, env, ref.values, ref.error_bound, actual, chunk_index)
+        return
+    p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
+    first = chunk_index[p].start or 0
+
+    def rows_of(x: Any, sl: slice) -> Any:  # per-row terms are cut, broadcast ones pass as they are
+        return x[sl] if np.ndim(x) == len(shape) and np.shape(x)[0] == rows else x
+
+    for i0 in range(0, rows, step):
+        sl = slice(i0, min(i0 + step, rows))
+        idx = chunk_index[:p] + (slice(first + sl.start, first + sl.stop),) + chunk_index[p + 1:]
+        _judge_piece(judge, std, {k: rows_of(v, sl) for k, v in env.items()}, ref.values[sl],
+                     rows_of(ref.error_bound, sl), actual[sl], idx)
+
+
+def _judge_piece(judge: "Judge", std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray,
+                 chunk_index: tuple) -> None:
     e = std.model.pre_rounding(env)
-    bound = std.model.bound(env, std.output, ref.error_bound, pre=e)
+    bound = std.model.bound(env, std.output, ref_error, pre=e)
     u = env["ulp"]  # ulp(r) in the output format, computed once for the model and the judge
-    mask = np.broadcast_to(e, np.shape(ref.values)) <= std.criteria.bias_kappa * u
-    judge.add(actual, ref.values, bound, chunk_index, bias_mask=mask, ulp=u)
+    mask = np.broadcast_to(e, np.shape(values)) <= std.criteria.bias_kappa * u
+    judge.add(actual, values, bound, chunk_index, bias_mask=mask, ulp=u)
 
 
 def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
@@ -121,6 +147,9 @@ class Judge:
         self.sz = 0
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
         self._seen = np.zeros(_DISTINCT_BINS, dtype=bool)  # hashed bitmap of bias-sample output values
+        # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
+        # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
+        self._may_spill = out_fmt.emax + 3 - (out_fmt.emin - out_fmt.p + 1) >= 1023
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             bias_mask: np.ndarray | None = None, ulp: np.ndarray | None = None) -> None:
@@ -139,11 +168,15 @@ class Judge:
         self.n += a.size
         if a.size == 0:
             return
-        exp_val = rounded_specials(r, self.fmt)
-        a_fin = np.isfinite(a)
-        e_fin = np.isfinite(exp_val)
-        both = a_fin & e_fin
-        if not both.all():
+        ar = np.abs(r)
+        in_range = ar < self.fmt.max_finite  # False for NaN: those and overflows are rounded below
+        if in_range.all():  # the common case: every expected value is r itself, finite
+            exp_val, both = r, np.isfinite(a)
+        else:
+            exp_val = rounded_specials(r, self.fmt)
+            both = np.isfinite(a) & np.isfinite(exp_val)
+        all_finite = bool(both.all())
+        if not all_finite:
             nb = ~both
             self.nonfinite += int(nb.sum())
             av, ev = a[nb], exp_val[nb]
@@ -153,14 +186,15 @@ class Judge:
         if self.signed_zero:
             z = (a == 0) & (r == 0)
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
-        idx = np.flatnonzero(both) if not both.all() else None
+        idx = None if all_finite else np.flatnonzero(both)
         if idx is not None:
-            a, r, b, u = a[idx], r[idx], b[idx], u[idx]
+            a, r, ar, b, u = a[idx], r[idx], ar[idx], b[idx], u[idx]
             m = None if m is None else m[idx]
         if a.size == 0:
             return
         self.compared += a.size
-        err = np.abs(a - r)
+        d = a - r
+        err = np.abs(d)
         with np.errstate(divide="ignore", invalid="ignore"):
             norm = err / b  # NaN only for 0/0 (no error: 0) or a NaN bound (no bound: inf)
         nan = np.isnan(norm)
@@ -169,12 +203,14 @@ class Judge:
         self.violations += int(np.count_nonzero(norm > 1.0))
         chunk_max = float(norm.max())
         self.norm_max = max(self.norm_max, chunk_max)
-        e_ulp = _scaled_error(a, r, u)
+        e_ulp = _scaled_error(a, r, u) if self._may_spill else np.divide(d, u, out=d)  # u: a power of two
         # bias is a statement about rounding in the normal range: references below the smallest
         # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
-        keep = np.abs(r) >= self.fmt.smallest_normal if m is None else m & (np.abs(r) >= self.fmt.smallest_normal)
-        self.dist.add(e_ulp, r * keep)  # r where kept, else ±0 (left out of the signed mean)
-        sample = a[keep & (r != 0)]
+        keep = ar >= self.fmt.smallest_normal
+        if m is not None:
+            keep &= m
+        self.dist.add(e_ulp, r, keep)
+        sample = a[keep]
         if sample.size:
             h = (sample.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _DISTINCT_BITS)
             self._seen[h.astype(np.intp)] = True
