@@ -57,7 +57,8 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         Declared accumulation format (default float32).
     chunk_size : int, optional
         Output elements per chunk (default :func:`numstd.chunks.default_chunk` of the op's kind:
-        2^16, 2^18 for contractions); the verdict does not depend on it.
+        2^16; 2^19 for contractions, whose rows are rounded to whole blocks of 256); the verdict does
+        not depend on it.
     **params
         Op parameters (numpy names: ``axis``, ``eps``, ``approximate``, …) and selector parameters
         (``allow_tf32=True``).
