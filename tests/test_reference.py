@@ -135,6 +135,22 @@ SUM_INPUTS = {
 }
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 1000, 4096, 5001])
+def test_halving_sum_bound_holds(n):
+    from numstd.reference.summation import halving_sum
+
+    g = rng(n)
+    x = np.abs(g.standard_normal((6, n))) * np.exp2(g.integers(-30, 30, (6, n)))
+    x[0] = 0.0
+    s, d, gam = halving_sum(x)
+    assert d == (0 if n == 1 else math.ceil(math.log2(n))) and s.shape == (6,)
+    ctx = mpmath.MPContext()
+    ctx.prec = 300
+    for row, got in zip(x, s):
+        exact = ctx.fsum(ctx.mpf(float(v)) for v in row)
+        assert abs(ctx.mpf(float(got)) - exact) <= ctx.mpf(gam) * exact
+
+
 def _mp_sum(rows: np.ndarray) -> np.ndarray:
     return np.array([mpmath.fsum(mpf_array(r)) for r in rows], dtype=object)
 

@@ -359,6 +359,8 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         own = FLAG_FRACTION * get_format(resolution).u
         rel_slack = own if rel_slack is None else np.maximum(rel_slack, own)
     slack = None if rel_slack is None else np.broadcast_to(rel_slack * absdot, values.shape)
+    if slack is not None and bool(np.all(bound <= slack)):
+        return values, bound, absdot  # below the slack everywhere: nothing to refine (the usual case)
     flag = _too_loose(values, bound, slack, resolution)
     if flag.any():
         _refine(A, B, bias, values, bound, flag, slack, resolution, row0)

@@ -52,6 +52,7 @@ __all__ = [
     "dd_add_double",
     "dd_div_int",
     "pairwise_sum",
+    "halving_sum",
     "prefix_sum",
     "sum_depth",
 ]
@@ -123,6 +124,37 @@ def dd_div_int(hi: np.ndarray, lo: np.ndarray, k: int) -> tuple[np.ndarray, np.n
 def sum_depth(n: int) -> int:
     """Depth ``ceil(log2 n)`` of the pairwise tree over ``n`` terms (0 for ``n <= 1``)."""
     return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def halving_sum(x: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """Float64 sum over the last axis by an explicit balanced tree (no compensation).
+
+    The row is zero-padded to ``2**d`` terms, ``d = ceil(log2 n)``, and halved ``d`` times
+    (``a[:h] + a[h:]``).  Each result is ``d`` roundings deep, so ``|s - sum| <= gamma_d sum|x|``
+    with ``gamma_d = d u / (1 - d u)`` (Higham 2002, §4.2) — for nonnegative terms a relative
+    error of ``1.3e-15`` at ``n = 4096``, at a fraction of the cost of :func:`pairwise_sum`.
+
+    Returns
+    -------
+    s : numpy.ndarray
+        The sums (last axis removed).
+    depth : int
+        ``d``.
+    gamma : float
+        ``gamma_d``.
+    """
+    n = x.shape[-1]
+    d = sum_depth(n)
+    if n == 0:
+        return np.zeros(x.shape[:-1]), 0, 0.0
+    a = x
+    if (1 << d) != n:
+        a = np.zeros(x.shape[:-1] + (1 << d,))
+        a[..., :n] = x
+    while a.shape[-1] > 1:
+        h = a.shape[-1] // 2
+        a = a[..., :h] + a[..., h:]
+    return a[..., 0], d, d * U / (1.0 - d * U)
 
 
 _ROWS_CHUNK = 1 << 17  # elements per block of rows in pairwise_sum: temporaries stay in cache
