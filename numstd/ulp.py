@@ -14,9 +14,9 @@ exponent ``emin``:
   and B. Dawson, "Comparing floating point numbers, 2012 edition"), signed like ``a - b``.
 
 Everything is exact: ``2**floor(log2|r|)`` is read from the exponent bits of the float64 ``r``
-and scaled by powers of two; no logarithm is evaluated.  Work is done in cache-sized chunks (``np.nditer``
-buffering), so memory stays a few times the output's size whatever the input dtypes and
-broadcasting.
+and scaled by powers of two; no logarithm is evaluated.  float64 arrays of up to 2**20 elements are
+done in one vectorized pass; anything else in cache-sized chunks (``np.nditer`` buffering), so
+memory stays a few times the output's size whatever the input dtypes and broadcasting.
 """
 
 from __future__ import annotations

@@ -144,6 +144,7 @@ def test_verdict_identical_for_any_chunk_size():
     ("softmax", [(300, 301)], {"axis": -1}),
     ("layer_norm", [(280, 300)], {}),
     ("attention", [(2, 260, 16), (2, 150, 16), (2, 150, 130)], {}),
+    ("linear", [(4, 100, 64), (200, 64), (200,)], {}),
 ])
 def test_large_chunks_judged_in_pieces_give_the_same_verdict(op, shapes, params):
     # chunks above 2^16 elements are judged in pieces of rows (criteria.judge_chunk); per-row model
@@ -154,7 +155,7 @@ def test_large_chunks_judged_in_pieces_give_the_same_verdict(op, shapes, params)
     out = round_to(r * (1 + 2.0**-9 * g.standard_normal(r.shape)), "bfloat16")
     base = numstd.check(out, op=op, inputs=inputs, chunk_size=10**9, **params)
     assert base.n_elements > 1 << 16
-    for cs in (4096, 50_000, None):
+    for cs in (1, 4096, 50_000, None):
         assert numstd.check(out, op=op, inputs=inputs, chunk_size=cs, **params).to_json() == base.to_json()
 
 
