@@ -126,12 +126,11 @@ class _BlockSum:
 
 
 def _tree_sum(a: np.ndarray) -> np.ndarray:
-    """Sums over the last axis (length BLOCK) by explicit pairwise halving (deterministic IEEE adds)."""
-    a = np.asarray(a, dtype=np.float64)
-    while a.shape[-1] > 1:
-        h = a.shape[-1] // 2
-        a = a[..., :h] + a[..., h:]
-    return a[..., 0]
+    """Sums over the last axis (length BLOCK, a power of two) by the explicit pairwise halving tree of
+    :func:`numstd.reference.summation.halving_sum` (deterministic IEEE adds, no padding)."""
+    from .reference.summation import halving_sum
+
+    return halving_sum(np.asarray(a, dtype=np.float64))[0]
 
 
 class DistributionAccumulator:
