@@ -31,8 +31,10 @@ The criteria of a standard (DESIGN.md "Criteria"):
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +43,7 @@ import numpy as np
 from .distribution import DistributionAccumulator, UlpDistribution
 from .verdict import CriterionResult, Offender
 
-__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size"]
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "native_judge"]
 
 WORST_K = 10
 _DISTINCT_BITS = 20
@@ -83,8 +85,7 @@ def _judge_piece(judge: "Judge", std: Any, env: Any, values: np.ndarray, ref_err
     e = std.model.pre_rounding(env)
     bound = std.model.bound(env, std.output, ref_error, pre=e)
     u = env["ulp"]  # ulp(r) in the output format, computed once for the model and the judge
-    mask = np.broadcast_to(e, np.shape(values)) <= std.criteria.bias_kappa * u
-    judge.add(actual, values, bound, chunk_index, bias_mask=mask, ulp=u)
+    judge.add(actual, values, bound, chunk_index, ulp=u, pre_rounding=e, bias_kappa=std.criteria.bias_kappa)
 
 
 def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
@@ -101,6 +102,78 @@ def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
     out = np.array(r, dtype=np.float64)
     out[big] = np.asarray(round_to(r[big], fmt), dtype=np.float64)
     return out
+
+
+def _flat(x: Any, shape: tuple, scalar: bool = False) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as a contiguous 1-D float64 array (one element when ``scalar``
+    and ``x`` is a single value: the judge broadcasts it)."""
+    x = np.asarray(x, dtype=np.float64)
+    if scalar and x.size == 1:
+        return x.reshape(1)
+    return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
+
+
+def _measure(a: np.ndarray, r: np.ndarray, b: np.ndarray, u: np.ndarray, may_spill: bool) -> tuple:
+    """``(|a − r| / b, (a − r) / u)`` of finite elements: the normalised error (0/0 → 0, a NaN bound
+    → inf) and the signed ULP error (``u = ulp(r)``, a power of two, so the division is exact)."""
+    from .ulp import _scaled_error
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d = a - r  # (overflows to ±inf only in float64 formats: see the spill in _scaled_error)
+        err = np.abs(d)
+        norm = err / b  # NaN only for 0/0 (no error: 0) or a NaN bound (no bound: inf)
+    nan = np.isnan(norm)
+    if nan.any():
+        norm[nan] = np.where(err[nan] == 0, 0.0, np.inf)
+    e_ulp = _scaled_error(a, r, u) if may_spill else np.divide(d, u, out=d)
+    return norm, e_ulp
+
+
+_THRESHOLD_CACHE: dict = {}
+
+
+def _overflow_threshold(fmt: Any) -> float:
+    """The smallest float64 magnitude ``T`` whose rounding to ``fmt`` is not finite (``inf`` when
+    none is): an element is compared exactly when its output is finite and ``|r| < T``.
+
+    Rounding to nearest carries values up to the midpoint between ``max_finite`` and the next
+    (unrepresentable) step ``2^(emax+1)`` to ``max_finite``; whether the midpoint itself overflows
+    depends on the format's tie rule, so both candidates are probed with :func:`numstd.formats.round_to`.
+    """
+    t = _THRESHOLD_CACHE.get(fmt.name)
+    if t is None:
+        from .formats import round_to
+
+        def finite(x: float) -> bool:
+            return bool(np.isfinite(np.asarray(round_to(np.array([x]), fmt), dtype=np.float64))[0])
+
+        mid = fmt.max_finite + math.ldexp(1.0, fmt.emax - fmt.p)
+        if math.isinf(mid):
+            t = math.inf
+        elif not finite(mid):
+            t = mid
+        elif not finite(math.nextafter(mid, math.inf)):
+            t = math.nextafter(mid, math.inf)
+        else:
+            t = math.inf if finite(1e308) else math.nan  # saturating; NaN: unknown (compare nothing big)
+        _THRESHOLD_CACHE[fmt.name] = t
+    return t
+
+
+@functools.lru_cache(maxsize=None)
+def native_judge() -> Any:
+    """The compiled judge ``numstd._judge`` (set up), or None when it is not built or
+    ``NUMSTD_NATIVE=0``.  It is optional: the numpy path of :class:`Judge` gives the same bits."""
+    if os.environ.get("NUMSTD_NATIVE", "1") == "0":
+        return None
+    try:
+        from . import _judge
+    except ImportError:
+        return None
+    from .distribution import _THRESHOLDS
+
+    _judge.set_thresholds(list(_THRESHOLDS))
+    return _judge
 
 
 @dataclass
@@ -130,9 +203,12 @@ class Judge:
         The standard's output format (ULPs and overflow are in it).
     out_shape : tuple
     signed_zero : bool
+    native : bool, optional
+        Use the compiled fused loop (``numstd._judge``, :func:`native_judge`); default: when it is
+        built and ``NUMSTD_NATIVE=0`` is not set.  Both paths give bit-identical results.
     """
 
-    def __init__(self, out_fmt: Any, out_shape: tuple, signed_zero: bool = False) -> None:
+    def __init__(self, out_fmt: Any, out_shape: tuple, signed_zero: bool = False, native: bool | None = None) -> None:
         self.fmt = out_fmt
         self.shape = out_shape
         self.signed_zero = signed_zero
@@ -150,89 +226,129 @@ class Judge:
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
         self._may_spill = out_fmt.emax + 3 - (out_fmt.emin - out_fmt.p + 1) >= 1023
+        self._native = native_judge() if native is None or native else None
+        if native and self._native is None:
+            raise RuntimeError("numstd._judge is not built (pip install needs a C compiler); use native=None")
+        self._ws: dict = {}
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
-            bias_mask: np.ndarray | None = None, ulp: np.ndarray | None = None) -> None:
+            ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0) -> None:
         """Judge one chunk: ``actual`` (float64 values of the output), ``ref`` (float64 exact values),
-        ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk), ``bias_mask``
-        (elements that enter the bias statistic; see :func:`judge_chunk`), ``ulp`` (``ulp(ref)`` in
-        the output format when the caller has it)."""
-        from .ulp import _scaled_error
+        ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk), ``ulp``
+        (``ulp(ref)`` in the output format when the caller has it).  The elements that enter the
+        bias statistic are those with a normal reference and, when ``pre_rounding`` (``E_i``,
+        broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`)."""
         from .ulp import ulp as ulp_of
 
-        a = np.asarray(actual, dtype=np.float64).reshape(-1)
-        r = np.broadcast_to(np.asarray(ref, dtype=np.float64), np.shape(actual)).reshape(-1)
-        b = np.broadcast_to(np.asarray(bound, dtype=np.float64), np.shape(actual)).reshape(-1)
-        m = None if bias_mask is None else np.broadcast_to(np.asarray(bias_mask, bool), np.shape(actual)).reshape(-1)
-        u = ulp_of(r, self.fmt) if ulp is None else np.broadcast_to(np.asarray(ulp, np.float64), np.shape(actual)).reshape(-1)
+        shape = np.shape(actual)
+        a = np.ascontiguousarray(actual, dtype=np.float64).reshape(-1)
+        r = _flat(ref, shape)
+        u = _flat(ulp_of(r, self.fmt) if ulp is None else ulp, shape, scalar=True)
         self.n += a.size
         if a.size == 0:
             return
-        ar = np.abs(r)
-        in_range = ar < self.fmt.max_finite  # False for NaN: those and overflows are rounded below
-        if in_range.all():  # the common case: every expected value is r itself, finite
-            exp_val, both = r, np.isfinite(a)
-        else:
-            exp_val = rounded_specials(r, self.fmt)
-            both = np.isfinite(a) & np.isfinite(exp_val)
-        all_finite = bool(both.all())
-        if not all_finite:
-            nb = ~both
-            self.nonfinite += int(nb.sum())
-            av, ev = a[nb], exp_val[nb]
-            same = (np.isnan(av) & np.isnan(ev)) | (av == ev)
-            self.special += int((~same).sum())
-            self.nan_finite += int((np.isnan(av) & np.isfinite(ev)).sum())
         if self.signed_zero:
             z = (a == 0) & (r == 0)
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
-        idx = None if all_finite else np.flatnonzero(both)
-        if idx is not None:
+        b = _flat(bound, shape, scalar=True)
+        pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
+        if self._native is not None:
+            self._add_native(a, r, b, u, pre, bias_kappa, chunk_index, shape)
+        else:
+            self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
+
+    def _add_numpy(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
+        n = a.size
+        b, u = np.broadcast_to(b, n), np.broadcast_to(u, n)
+        ar = np.abs(r)
+        both = np.isfinite(a) & (ar < _overflow_threshold(self.fmt))  # NaN references: False
+        idx = None
+        if not both.all():
+            self._specials(a, r, np.flatnonzero(~both))
+            idx = np.flatnonzero(both)
             a, r, ar, b, u = a[idx], r[idx], ar[idx], b[idx], u[idx]
-            m = None if m is None else m[idx]
+            if pre is not None and pre.size > 1:
+                pre = pre[idx]
         if a.size == 0:
             return
         self.compared += a.size
-        d = a - r
-        err = np.abs(d)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            norm = err / b  # NaN only for 0/0 (no error: 0) or a NaN bound (no bound: inf)
-        nan = np.isnan(norm)
-        if nan.any():
-            norm[nan] = np.where(err[nan] == 0, 0.0, np.inf)
+        norm, e_ulp = _measure(a, r, b, u, self._may_spill)
         self.violations += int(np.count_nonzero(norm > 1.0))
         chunk_max = float(norm.max())
         self.norm_max = max(self.norm_max, chunk_max)
-        e_ulp = _scaled_error(a, r, u) if self._may_spill else np.divide(d, u, out=d)  # u: a power of two
         # bias is a statement about rounding in the normal range: references below the smallest
         # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
         keep = ar >= self.fmt.smallest_normal
-        if m is not None:
-            keep &= m
+        if pre is not None:
+            keep &= pre <= kappa * u
         self.dist.add(e_ulp, r, keep)
         sample = a[keep]
         if sample.size:
             h = (sample.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _DISTINCT_BITS)
             self._seen[h.astype(np.intp)] = True
         if len(self._worst) < WORST_K or chunk_max > self._worst[0][0]:
-            # (on a tie the earlier element stays: chunks come in C order)
-            self._keep_worst(norm, a, r, e_ulp, b, idx, chunk_index, np.shape(actual))
-
-    def _keep_worst(self, norm, a, r, e_ulp, b, idx, chunk_index, chunk_shape) -> None:
-        k = min(WORST_K, norm.size)
-        if norm.size > k:
+            k = min(WORST_K, norm.size)
             # the k largest, ties broken toward the earlier element (as the heap does): an
             # argpartition alone picks among tied values arbitrarily, which made the reported
             # offenders depend on the chunk size
             thr = np.partition(norm, norm.size - k)[norm.size - k]
             above = np.flatnonzero(norm > thr)
             top = np.concatenate([above, np.flatnonzero(norm == thr)[: k - above.size]])
-        else:
-            top = np.arange(norm.size)
-        local = top if idx is None else idx[top]
+            self._push_worst(top if idx is None else idx[top], norm[top], a[top], r[top], e_ulp[top], b[top],
+                             chunk_index, shape)
+
+    def _add_native(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
+        n = a.size
+        ws = self._workspace(n)
+        d = self.dist
+        (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
+            a, r, b, u, pre, float(kappa), float(self.fmt.smallest_normal), _overflow_threshold(self.fmt),
+            self._may_spill, self._seen, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
+            ws["ablk"], ws["sblk"], ws["skip"], ws["top"])
+        cap = ws["ablk"].size
+        d._abs.fill, d._signed.fill = afill, sfill
+        d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
+        d._signed.extend(ws["sblk"].reshape(2, cap)[:, :nsb])
+        if nskip:
+            self._specials(a, r, ws["skip"][:nskip].copy())
+        if not compared:
+            return
+        d.count += compared
+        d.signed_count += scount
+        d.max = max(d.max, max_abs)
+        self.compared += compared
+        self.violations += violations
+        self.norm_max = max(self.norm_max, norm_max)
+        if len(self._worst) < WORST_K or norm_max > self._worst[0][0]:
+            pos = ws["top"][:ntop].copy()
+            bt = b[pos] if b.size > 1 else np.broadcast_to(b, ntop)
+            ut = u[pos] if u.size > 1 else np.broadcast_to(u, ntop)
+            norm, e_ulp = _measure(a[pos], r[pos], bt, ut, self._may_spill)
+            self._push_worst(pos, norm, a[pos], r[pos], e_ulp, bt, chunk_index, shape)
+
+    def _workspace(self, n: int) -> dict:
+        """Output arrays of the compiled judge, reused across chunks (grown when a chunk is larger)."""
+        from .distribution import BLOCK
+
+        if self._ws.get("n", -1) < n:
+            cap = n // BLOCK + 1
+            self._ws = {"n": n, "ablk": np.empty(cap), "sblk": np.empty(2 * cap),
+                        "skip": np.empty(n, dtype=np.int64), "top": np.empty(WORST_K, dtype=np.int64)}
+        return self._ws
+
+    def _specials(self, a: np.ndarray, r: np.ndarray, pos: np.ndarray) -> None:
+        """Account for the elements at ``pos`` whose output or rounded reference is not finite."""
+        self.nonfinite += pos.size
+        av, ev = a[pos], rounded_specials(r[pos], self.fmt)
+        same = (np.isnan(av) & np.isnan(ev)) | (av == ev)
+        self.special += int((~same).sum())
+        self.nan_finite += int((np.isnan(av) & np.isfinite(ev)).sum())
+
+    def _push_worst(self, local, norm, a, r, e_ulp, b, chunk_index, chunk_shape) -> None:
+        """Offer the elements at positions ``local`` of the chunk (values given) to the worst-K heap."""
         multi = np.unravel_index(local, chunk_shape) if chunk_shape else ()
         offs = [sl.start or 0 if isinstance(sl, slice) else sl for sl in chunk_index]
-        for t, pos in enumerate(top):
+        for t in range(len(local)):
             full: list[int] = []
             mi = 0
             for sl, off in zip(chunk_index, offs):
@@ -242,7 +358,7 @@ class Judge:
                 else:
                     full.append(int(sl))
             flat = int(np.ravel_multi_index(full, self.shape)) if self.shape else 0
-            item = (float(norm[pos]), -flat, tuple(full), float(a[pos]), float(r[pos]), float(e_ulp[pos]), float(b[pos]))
+            item = (float(norm[t]), -flat, tuple(full), float(a[t]), float(r[t]), float(e_ulp[t]), float(b[t]))
             if len(self._worst) < WORST_K:
                 heapq.heappush(self._worst, item)
             elif item[:2] > self._worst[0][:2]:

@@ -90,38 +90,48 @@ class _BlockSum:
     """Sums of ``width`` parallel streams of float64 values over fixed blocks; see the module docstring.
 
     The streams advance together (``add`` takes a ``(width, n)`` array), so one halving tree serves
-    them all; each stream's total is the same as if it were summed alone.
+    them all; each stream's total is the same as if it were summed alone.  ``buf[:, :fill]`` holds
+    the values of the block not yet complete; the compiled judge (``numstd._judge``) fills the same
+    buffer and hands complete block sums to :meth:`extend`.
     """
 
     def __init__(self, width: int = 1) -> None:
-        self._left = np.empty((width, 0))
+        self.buf = np.zeros((width, BLOCK))
+        self.fill = 0
         self._blocks: list[np.ndarray] = []
 
     def add(self, v: np.ndarray) -> None:
-        v = v.reshape(self._left.shape[0], -1)
-        if self._left.shape[1]:
-            need = BLOCK - self._left.shape[1]
-            head, v = v[:, :need], v[:, need:]
-            self._left = np.concatenate([self._left, head], axis=1)
-            if self._left.shape[1] < BLOCK:
+        width = self.buf.shape[0]
+        v = v.reshape(width, -1)
+        if self.fill:
+            head = v[:, : BLOCK - self.fill]
+            self.buf[:, self.fill : self.fill + head.shape[1]] = head
+            self.fill += head.shape[1]
+            v = v[:, head.shape[1]:]
+            if self.fill < BLOCK:
                 return
-            self._blocks.append(_tree_sum(self._left.reshape(-1, 1, BLOCK)))
-            self._left = self._left[:, :0]
+            self._blocks.append(_tree_sum(self.buf.reshape(width, 1, BLOCK)))
+            self.fill = 0
         full = (v.shape[1] // BLOCK) * BLOCK
         if full:
-            self._blocks.append(_tree_sum(v[:, :full].reshape(v.shape[0], -1, BLOCK)))
-        if v.shape[1] > full:
-            self._left = np.array(v[:, full:], dtype=np.float64)
+            self._blocks.append(_tree_sum(v[:, :full].reshape(width, -1, BLOCK)))
+        self.fill = v.shape[1] - full
+        self.buf[:, : self.fill] = v[:, full:]
+
+    def extend(self, sums: np.ndarray) -> None:
+        """Append complete block sums, a ``(width, k)`` array (from the compiled judge)."""
+        if sums.shape[1]:
+            self._blocks.append(np.array(sums, dtype=np.float64))
 
     def totals(self) -> list[float]:
         """The sum of each stream: block sums combined by ``math.fsum`` (correctly rounded)."""
         blocks = list(self._blocks)
-        if self._left.shape[1]:
-            pad = np.zeros((self._left.shape[0], 1, BLOCK))
-            pad[:, 0, : self._left.shape[1]] = self._left
+        if self.fill:
+            pad = np.zeros((self.buf.shape[0], 1, BLOCK))
+            pad[:, 0, : self.fill] = self.buf[:, : self.fill]
             blocks.append(_tree_sum(pad))
         if not blocks:
-            return [0.0] * self._left.shape[0]
+            return [0.0] * self.buf.shape[0]
         return [math.fsum(row) for row in np.concatenate(blocks, axis=1).tolist()]
 
 
@@ -216,16 +226,60 @@ class DistributionAccumulator:
         return {"edges": edges, "counts": counts}
 
 
+def _fraction_thresholds() -> tuple[int, ...]:
+    """``N_j = floor(2^(j/16) · 2^52) − 2^52`` for ``j = 1..15``: the 52-bit fractions just below the
+    bin edges ``2^(j/16)`` of one octave, exact (four nested integer square roots give the floor of
+    the 16th root: ``floor(√floor(√x)) = floor(x^(1/4))``)."""
+    out = []
+    for j in range(1, BINS_PER_OCTAVE):
+        x = 1 << (j + 52 * BINS_PER_OCTAVE)
+        for _ in range(4):
+            x = math.isqrt(x)
+        out.append(x - (1 << 52))
+    return tuple(out)
+
+
+_THRESHOLDS = _fraction_thresholds()
+
+
+def _edge_table() -> np.ndarray:
+    """``U[k + _EDGE_OFF]``: the largest float64 ``x`` with ``x ≤ 2^(k/16)``, for ``k`` from two below the
+    first bin to one above the last (exactly ``2^(k/16)`` when ``16 | k``; otherwise ``2^(k/16)`` is
+    irrational and ``x = (2^52 + N_j)·2^(E−52)``, ``k = 16E + j``)."""
+    ks = range(-_LO_OCT * BINS_PER_OCTAVE - 2, _HI_OCT * BINS_PER_OCTAVE + 2)
+    out = []
+    for k in ks:
+        e, j = divmod(k, BINS_PER_OCTAVE)
+        out.append(math.ldexp(1.0, e) if j == 0 else math.ldexp(float((1 << 52) + _THRESHOLDS[j - 1]), e - 52))
+    return np.array(out)
+
+
+_EDGE_OFF = _LO_OCT * BINS_PER_OCTAVE + 2
+_EDGES = _edge_table()
+
+
 def _bin_index(a: np.ndarray) -> np.ndarray:
-    """Fine bin of ``|e|``: 0 for exact zero, then ``ceil(16·log2|e|)`` shifted and clipped."""
+    """Fine bin of ``|e|``: 0 for exact zero, then ``k = ceil(16·log2|e|)`` shifted and clipped.
+
+    Exact: ``k`` is the integer with ``2^((k−1)/16) < |e| ≤ 2^(k/16)``.  ``log2`` (whose last bit
+    differs between libraries) only gives an estimate, at most one off; one comparison with each
+    neighbouring edge of :func:`_edge_table` settles it.  (The compiled judge decides the same ``k``
+    from the exponent and fraction bits, ``numstd/_judge.c``.)
+    """
+    lo, hi = -_LO_OCT * BINS_PER_OCTAVE, _HI_OCT * BINS_PER_OCTAVE
     with np.errstate(divide="ignore"):
-        k = np.log2(a)
-    k *= BINS_PER_OCTAVE
-    np.ceil(k, out=k)
-    np.clip(k, -_LO_OCT * BINS_PER_OCTAVE, _HI_OCT * BINS_PER_OCTAVE, out=k)
-    k += _LO_OCT * BINS_PER_OCTAVE + 1
+        est = np.log2(a)
+    est *= BINS_PER_OCTAVE
+    np.ceil(est, out=est)
+    np.clip(est, lo - 1, hi + 1, out=est)
+    est += _EDGE_OFF
+    k = est.astype(np.intp)
+    k += a > _EDGES[k]
+    k -= a <= _EDGES[k - 1]
+    np.clip(k, lo + _EDGE_OFF, hi + _EDGE_OFF, out=k)
+    k -= _EDGE_OFF - _LO_OCT * BINS_PER_OCTAVE - 1
     k[a == 0] = 0
-    return k.astype(np.intp)
+    return k
 
 
 def _upper_edge(k: int) -> float:
