@@ -19,8 +19,8 @@ import numpy as np
 
 from ._version import __version__
 from .arrays import to_numpy
-from .chunks import default_chunk, plan
-from .criteria import Judge, evaluate, judge_chunk
+from .chunks import default_chunk, plan, prefetch
+from .criteria import Judge, chunk_pieces, evaluate
 from .distribution import UlpDistribution
 from .errors import NonConformance, NumstdError, ParameterError
 from .verdict import CriterionResult, Verdict
@@ -98,10 +98,17 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     judge = Judge(std.output, shape, std.criteria.signed_zero)
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
     cache: dict = {}  # shared operands converted once for all chunks (contractions)
-    for ch in plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)):
+
+    def prepare(ch: Any) -> list:
         ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
-        env = environment(ref, fmts)
-        judge_chunk(judge, std, env, ref, np.asarray(act[ch.out_index], dtype=np.float64), ch.out_index)
+        return chunk_pieces(std, environment(ref, fmts), ref, np.asarray(act[ch.out_index], dtype=np.float64),
+                            ch.out_index)
+
+    # with the compiled judge (no GIL), the next chunk's reference is computed while this one is judged
+    for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)),
+                           prepare, background=judge.native):
+        for piece in pieces:
+            judge.add(**piece)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
     passed = all(c.passed for c in criteria)

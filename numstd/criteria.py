@@ -31,10 +31,8 @@ The criteria of a standard (DESIGN.md "Criteria"):
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +41,7 @@ import numpy as np
 from .distribution import DistributionAccumulator, UlpDistribution
 from .verdict import CriterionResult, Offender
 
-__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "native_judge"]
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces"]
 
 WORST_K = 10
 _DISTINCT_BITS = 20
@@ -51,13 +49,21 @@ _DISTINCT_BINS = 1 << _DISTINCT_BITS
 
 
 def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> None:
-    """Bound and bias mask of one chunk under standard ``std``, then :meth:`Judge.add`.
+    """Judge one chunk under standard ``std``: :func:`chunk_pieces`, then :meth:`Judge.add` for each."""
+    for piece in chunk_pieces(std, env, ref, actual, chunk_index):
+        judge.add(**piece)
 
-    The one place where a standard's model meets the judge (``check`` and ``calibrate`` both call it):
-    ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and the bias mask ``E_i ≤ κ·ulp(r_i)``.
-    A chunk larger than :data:`numstd.chunks.DEFAULT_CHUNK` elements (contractions compute their
-    references in larger chunks, for the BLAS) is judged in pieces of rows of about that size,
-    which keeps the per-element arrays in cache; pieces arrive in C order, so totals are unchanged.
+
+def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> list[dict]:
+    """The :meth:`Judge.add` arguments of one chunk under standard ``std``: the model's bound and
+    bias term per element.
+
+    The one place where a standard's model meets the judge (``check`` and ``calibrate`` both use
+    it): ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and ``E_i`` (the pre-rounding error)
+    with ``κ`` for the bias sample ``E_i ≤ κ·ulp(r_i)``.  A chunk larger than
+    :data:`numstd.chunks.DEFAULT_CHUNK` elements (contractions compute their references in larger
+    chunks, for the BLAS) is cut into pieces of rows of about that size, which keeps the
+    per-element arrays in cache; pieces come in C order, so totals are unchanged.
     """
     from .chunks import DEFAULT_CHUNK
 
@@ -65,27 +71,28 @@ def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray
     rows = shape[0] if shape else 1
     step = max(1, DEFAULT_CHUNK // max(1, math.prod(shape[1:])))
     if rows <= step:
-        _judge_piece(judge, std, env, ref.values, ref.error_bound, actual, chunk_index)
-        return
+        return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index)]
     p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
     first = chunk_index[p].start or 0
 
     def rows_of(x: Any, sl: slice) -> Any:  # per-row terms are cut, broadcast ones pass as they are
         return x[sl] if np.ndim(x) == len(shape) and np.shape(x)[0] == rows else x
 
+    pieces = []
     for i0 in range(0, rows, step):
         sl = slice(i0, min(i0 + step, rows))
         idx = chunk_index[:p] + (slice(first + sl.start, first + sl.stop),) + chunk_index[p + 1:]
-        _judge_piece(judge, std, {k: rows_of(v, sl) for k, v in env.items()}, ref.values[sl],
-                     rows_of(ref.error_bound, sl), actual[sl], idx)
+        pieces.append(_piece(std, {k: rows_of(v, sl) for k, v in env.items()}, ref.values[sl],
+                             rows_of(ref.error_bound, sl), actual[sl], idx))
+    return pieces
 
 
-def _judge_piece(judge: "Judge", std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray,
-                 chunk_index: tuple) -> None:
+def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray, chunk_index: tuple) -> dict:
     e = std.model.pre_rounding(env)
     bound = std.model.bound(env, std.output, ref_error, pre=e)
     u = env["ulp"]  # ulp(r) in the output format, computed once for the model and the judge
-    judge.add(actual, values, bound, chunk_index, ulp=u, pre_rounding=e, bias_kappa=std.criteria.bias_kappa)
+    return {"actual": actual, "ref": values, "bound": bound, "chunk_index": chunk_index, "ulp": u,
+            "pre_rounding": e, "bias_kappa": std.criteria.bias_kappa}
 
 
 def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
@@ -160,22 +167,6 @@ def _overflow_threshold(fmt: Any) -> float:
     return t
 
 
-@functools.lru_cache(maxsize=None)
-def native_judge() -> Any:
-    """The compiled judge ``numstd._judge`` (set up), or None when it is not built or
-    ``NUMSTD_NATIVE=0``.  It is optional: the numpy path of :class:`Judge` gives the same bits."""
-    if os.environ.get("NUMSTD_NATIVE", "1") == "0":
-        return None
-    try:
-        from . import _judge
-    except ImportError:
-        return None
-    from .distribution import _THRESHOLDS
-
-    _judge.set_thresholds(list(_THRESHOLDS))
-    return _judge
-
-
 @dataclass
 class JudgeResult:
     """Totals over all chunks, ready for the criteria."""
@@ -204,8 +195,8 @@ class Judge:
     out_shape : tuple
     signed_zero : bool
     native : bool, optional
-        Use the compiled fused loop (``numstd._judge``, :func:`native_judge`); default: when it is
-        built and ``NUMSTD_NATIVE=0`` is not set.  Both paths give bit-identical results.
+        Use the compiled fused loop (:mod:`numstd.native`); default: when it is built and
+        ``NUMSTD_NATIVE=0`` is not set.  Both paths give bit-identical results.
     """
 
     def __init__(self, out_fmt: Any, out_shape: tuple, signed_zero: bool = False, native: bool | None = None) -> None:
@@ -226,10 +217,17 @@ class Judge:
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
         self._may_spill = out_fmt.emax + 3 - (out_fmt.emin - out_fmt.p + 1) >= 1023
-        self._native = native_judge() if native is None or native else None
+        from .native import compiled
+
+        self._native = compiled() if native is None or native else None
         if native and self._native is None:
-            raise RuntimeError("numstd._judge is not built (pip install needs a C compiler); use native=None")
+            raise RuntimeError("numstd._native is not built (pip install needs a C compiler); use native=None")
         self._ws: dict = {}
+
+    @property
+    def native(self) -> bool:
+        """Whether this judge uses the compiled loop (which releases the GIL while it runs)."""
+        return self._native is not None
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0) -> None:

@@ -91,7 +91,7 @@ class _BlockSum:
 
     The streams advance together (``add`` takes a ``(width, n)`` array), so one halving tree serves
     them all; each stream's total is the same as if it were summed alone.  ``buf[:, :fill]`` holds
-    the values of the block not yet complete; the compiled judge (``numstd._judge``) fills the same
+    the values of the block not yet complete; the compiled judge (``numstd._native``) fills the same
     buffer and hands complete block sums to :meth:`extend`.
     """
 
@@ -264,7 +264,7 @@ def _bin_index(a: np.ndarray) -> np.ndarray:
     Exact: ``k`` is the integer with ``2^((k−1)/16) < |e| ≤ 2^(k/16)``.  ``log2`` (whose last bit
     differs between libraries) only gives an estimate, at most one off; one comparison with each
     neighbouring edge of :func:`_edge_table` settles it.  (The compiled judge decides the same ``k``
-    from the exponent and fraction bits, ``numstd/_judge.c``.)
+    from the exponent and fraction bits, ``numstd/_native.c``.)
     """
     lo, hi = -_LO_OCT * BINS_PER_OCTAVE, _HI_OCT * BINS_PER_OCTAVE
     with np.errstate(divide="ignore"):

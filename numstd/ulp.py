@@ -78,6 +78,13 @@ def _spacing(r: np.ndarray, f: Format) -> np.ndarray:
     non-finite ``r``; multiplying by ``2**(1 - p)`` is exact (a power of two at least ``2**-1074``),
     and the maximum with ``2**(emin - p + 1)`` is the ``max(., emin)`` of the definition.
     """
+    from .native import compiled
+
+    nat = compiled()
+    if nat is not None and r.dtype == np.float64 and r.flags.c_contiguous:
+        out = np.empty(r.shape)
+        nat.spacing(r, out, 2.0 ** (1 - f.p), 2.0 ** (f.emin - f.p + 1))  # the same operations, in C
+        return out
     out = np.bitwise_and(r.view(np.uint64), _EXPONENT_BITS, out=np.empty(r.shape, np.uint64)).view(np.float64)
     out *= 2.0 ** (1 - f.p)
     np.maximum(out, 2.0 ** (f.emin - f.p + 1), out=out)

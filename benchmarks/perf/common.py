@@ -9,6 +9,7 @@ line.
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import io
 import json
@@ -19,7 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 __all__ = ["ROOT", "median_time", "interleaved_times", "profile_top", "profile_stages", "CHECK_STAGES", "machine",
            "blas_info", "emit", "clean_env", "loadavg"]
@@ -64,6 +65,22 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], repeats: int = 5) -> di
     return times
 
 
+@contextlib.contextmanager
+def _serial() -> Iterator[None]:
+    """``check`` without its prefetch thread: it normally prepares the next chunk's reference on a
+    worker thread (:func:`numstd.chunks.prefetch`), which cProfile does not see, so profiles
+    (which attribute time to steps) run the chunks serially."""
+    ck = sys.modules.get("numstd.check")
+    orig = getattr(ck, "prefetch", None)
+    if orig is not None:
+        ck.prefetch = lambda items, prepare, background=True: orig(items, prepare, background=False)
+    try:
+        yield
+    finally:
+        if orig is not None:
+            ck.prefetch = orig
+
+
 def profile_top(fn: Callable[[], Any], n: int = 8) -> list[dict]:
     """The ``n`` functions with the largest own time in one profiled call of ``fn`` (cProfile).
 
@@ -71,9 +88,10 @@ def profile_top(fn: Callable[[], Any], n: int = 8) -> list[dict]:
     the call's total own time.
     """
     prof = cProfile.Profile()
-    prof.enable()
-    fn()
-    prof.disable()
+    with _serial():
+        prof.enable()
+        fn()
+        prof.disable()
     st = pstats.Stats(prof, stream=io.StringIO())
     total = sum(v[2] for v in st.stats.values()) or 1.0
     rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:n]
@@ -87,12 +105,16 @@ def profile_top(fn: Callable[[], Any], n: int = 8) -> list[dict]:
 
 def profile_stages(fn: Callable[[], Any], stages: dict[str, tuple[str, str]] = CHECK_STAGES) -> dict:
     """Cumulative time of each stage (a function, summed over its calls) in one profiled call of
-    ``fn``, and its share of the whole call: which step of a ``check`` dominates."""
+    ``fn``, and its share of the whole call: which step of a ``check`` dominates.
+
+    Profiled serially (:func:`_serial`).
+    """
     prof = cProfile.Profile()
     t = time.perf_counter()
-    prof.enable()
-    fn()
-    prof.disable()
+    with _serial():
+        prof.enable()
+        fn()
+        prof.disable()
     total = time.perf_counter() - t
     st = pstats.Stats(prof, stream=io.StringIO())
     out = {}

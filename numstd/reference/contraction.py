@@ -157,7 +157,7 @@ def operand(x: np.ndarray, cache: dict | None = None) -> tuple[np.ndarray, np.nd
     return x64, ax
 
 
-def abs_product(absA: np.ndarray, absB: np.ndarray, row0: int = 0) -> np.ndarray:
+def abs_product(absA: np.ndarray, absB: np.ndarray, row0: int = 0, cache: dict | None = None) -> np.ndarray:
     """An upper bound on ``|A| @ |B|`` in float64, from a float32 GEMM where that is safe.
 
     Every computed sum ``s^`` of ``K`` nonnegative products satisfies ``|s^ - s| <= gamma_K s`` in
@@ -169,12 +169,13 @@ def abs_product(absA: np.ndarray, absB: np.ndarray, row0: int = 0) -> np.ndarray
     would drop them), the GEMM runs in float32 (``u = 2**-24``, twice as fast as float64) and the
     result exceeds the exact ``|A||B|`` by at most about ``2 K 2**-24`` relative (7.6e-5 at
     ``K = 640``); otherwise in float64 (``u = 2**-53``).  ``row0``: the absolute number of the first
-    row (:func:`padded_matmul`).
+    row (:func:`padded_matmul`); ``cache``: as in :func:`operand` (the maximum and subnormal test
+    of a shared operand are computed once).
     """
     K = absA.shape[-1]
     if absA.dtype == np.float32 and absB.dtype == np.float32 and 0 < K < 2**22 and absA.size and absB.size:
-        ma, mb = float(absA.max()), float(absB.max())
-        if ma * mb * K < 2.0**126 and not _has_subnormal(absA) and not _has_subnormal(absB):
+        (ma, suba), (mb, subb) = _abs_stats(absA, None), _abs_stats(absB, cache)  # B: the shared operand
+        if ma * mb * K < 2.0**126 and not suba and not subb:
             return _inflate(padded_matmul(absA, absB, row0).astype(np.float64), K, 2.0**-24, 2.0**-126)
     s = padded_matmul(np.asarray(absA, dtype=np.float64), np.asarray(absB, dtype=np.float64), row0)
     return _inflate(s, K, U, 2.0**-1022)
@@ -188,6 +189,21 @@ def _inflate(s: np.ndarray, K: int, u: float, tiny: float) -> np.ndarray:
     s += 2 * K * tiny
     s *= (1.0 - nu) / (1.0 - 2.0 * nu) * (1.0 + 2.0**-50)
     return s
+
+
+def _abs_stats(ax: np.ndarray, cache: dict | None) -> tuple[float, bool]:
+    """``(max, has a subnormal)`` of a nonnegative float32 operand, kept in ``cache`` when given.
+
+    The entry holds ``ax`` itself, so its memory (part of the key) cannot be reused by another
+    array while the cache lives; callers pass a cache only for the operand shared by all chunks.
+    """
+    key = None if cache is None else ("abs_stats", ax.__array_interface__["data"][0], ax.shape, ax.strides)
+    if key is not None and key in cache:
+        return cache[key][0]
+    stats = (float(ax.max()), _has_subnormal(ax))
+    if key is not None:
+        cache[key] = (stats, ax)
+    return stats
 
 
 def _has_subnormal(ax: np.ndarray) -> bool:
@@ -314,7 +330,8 @@ def _too_loose(values: np.ndarray, bound: np.ndarray, slack: np.ndarray | None,
 def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         rel_slack: np.ndarray | None = None, resolution: Any = "float32",
         resolution_slack: bool = False, absA: np.ndarray | None = None,
-        absB: np.ndarray | None = None, row0: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        absB: np.ndarray | None = None, row0: int = 0, cache: dict | None = None
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``A @ B (+ bias)`` with a proven bound (module docstring).
 
     Parameters
@@ -339,6 +356,8 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         Absolute number of the first row of ``A`` in the whole product (callers computing a
         product in chunks of rows pass it, so that every chunking gives the same bits:
         :func:`padded_matmul`).
+    cache : dict, optional
+        Per-call cache of operand facts (:func:`operand`, :func:`abs_product`).
 
     Returns
     -------
@@ -346,7 +365,7 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         ``absdot``: an upper bound on ``|A| @ |B| (+ |bias|)`` (:func:`abs_product`).
     """
     values = padded_matmul(A, B, row0)
-    absdot = abs_product(np.abs(A) if absA is None else absA, np.abs(B) if absB is None else absB, row0)
+    absdot = abs_product(np.abs(A) if absA is None else absA, np.abs(B) if absB is None else absB, row0, cache)
     terms = A.shape[-1]
     if bias is not None:
         values += bias
@@ -399,7 +418,7 @@ def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     if B.ndim == 1:
         B, absB = B[:, None], absB[:, None]
     values, bound, absdot = dot(A, B, resolution=res or "float32", resolution_slack=res is not None,
-                                absA=absA, absB=absB, row0=params.get(ROW0_KEY, 0))
+                                absA=absA, absB=absB, row0=params.get(ROW0_KEY, 0), cache=params.get(CACHE_KEY))
     if drop:
         values, bound, absdot = (np.squeeze(t, axis=drop) for t in (values, bound, absdot))
     return values, bound, {"absdot": absdot, "K": np.asarray(float(K))}
@@ -414,7 +433,7 @@ def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     res = params.get(RESOLUTION_KEY)
     values, bound, absdot = dot(x.reshape(-1, k), W.T, b, resolution=res or "float32",
                                 resolution_slack=res is not None, absA=absx.reshape(-1, k), absB=absW.T,
-                                row0=params.get(ROW0_KEY, 0))
+                                row0=params.get(ROW0_KEY, 0), cache=params.get(CACHE_KEY))
     shape = x.shape[:-1] + (W.shape[0],)
     return (values.reshape(shape), bound.reshape(shape),
             {"absdot": absdot.reshape(shape), "K": np.asarray(float(k))})

@@ -1,8 +1,12 @@
-/* numstd._judge: the per-element pass of numstd.criteria.Judge.add, fused into one loop.
+/* numstd._native: compiled loops of numstd (optional: numstd.native loads it; without it numpy
+ * does the same work, bit for bit).
+ *
+ * judge: the per-element pass of numstd.criteria.Judge.add, fused into one loop.
+ * spacing: ulp(r) of float64 values in a format (numstd.ulp._spacing).
  *
  * The numpy path (numstd/criteria.py, numstd/distribution.py) is the specification; this file
  * computes the same IEEE double operations in the same order, so the totals are bit-identical
- * (tests/test_native_judge.py compares them on adversarial chunks).  Build flags matter:
+ * (tests/test_native.py compares them on adversarial chunks).  Build flags matter:
  * setup.py compiles with -ffp-contract=off (no fused multiply-add: a*b+c must round twice, as in
  * numpy) and without -ffast-math (no reassociation of the halving trees).
  *
@@ -110,7 +114,7 @@ static PyObject *set_thresholds(PyObject *self, PyObject *args) {
 static int get_f64(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *name, int scalar_ok) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->len != 8 * n && !(scalar_ok && view->len == 8)) {
-        PyErr_Format(PyExc_ValueError, "numstd._judge.judge: %s has %zd bytes, expected %zd", name, view->len, 8 * n);
+        PyErr_Format(PyExc_ValueError, "numstd._native.judge: %s has %zd bytes, expected %zd", name, view->len, 8 * n);
         PyBuffer_Release(view);
         view->obj = NULL;
         return -1;
@@ -128,7 +132,7 @@ static PyObject *judge(PyObject *self, PyObject *args) {
                           &oskip, &otop))
         return NULL;
     if (!thresholds_set) {
-        PyErr_SetString(PyExc_RuntimeError, "numstd._judge: set_thresholds was not called");
+        PyErr_SetString(PyExc_RuntimeError, "numstd._native: set_thresholds was not called");
         return NULL;
     }
     Py_buffer va = {0}, vr = {0}, vb = {0}, vu = {0}, ve = {0}, vseen = {0}, vhist = {0}, vabuf = {0}, vsbuf = {0},
@@ -151,13 +155,13 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     if (PyObject_GetBuffer(otop, &vtop, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
     Py_ssize_t need = n / BLOCK + 1, cap = vsblk.len / 16;  /* s sums at [0, cap), s*s sums at [cap, 2 cap) */
     if ((uint64_t)n >= (1ULL << 32)) {  /* the sub-histograms count in 32 bits */
-        PyErr_SetString(PyExc_ValueError, "numstd._judge.judge: judge at most 2^32 - 1 elements per call");
+        PyErr_SetString(PyExc_ValueError, "numstd._native.judge: judge at most 2^32 - 1 elements per call");
         goto done;
     }
     if (vseen.len != (1 << DISTINCT_BITS) || vhist.len != 8 * NBINS || vabuf.len != 8 * BLOCK ||
         vsbuf.len != 16 * BLOCK || vablk.len < 8 * need || cap < need || vskip.len < 8 * n ||
         vtop.len != 8 * WORST_K || afill < 0 || afill >= BLOCK || sfill < 0 || sfill >= BLOCK) {
-        PyErr_SetString(PyExc_ValueError, "numstd._judge.judge: workspace of the wrong size");
+        PyErr_SetString(PyExc_ValueError, "numstd._native.judge: workspace of the wrong size");
         goto done;
     }
     {
@@ -232,12 +236,43 @@ done:
     return result;
 }
 
+/* spacing(r, out, scale, floor): out = max((|r| with the fraction bits cleared) * scale, floor), NaN
+ * where r is not finite; scale = 2^(1-p), floor = 2^(emin-p+1) (see numstd.ulp._spacing: the same
+ * three exact operations, so the same bits). */
+static PyObject *spacing(PyObject *self, PyObject *args) {
+    PyObject *orr, *oout;
+    double scale, lo;
+    if (!PyArg_ParseTuple(args, "OOdd", &orr, &oout, &scale, &lo)) return NULL;
+    Py_buffer vr = {0}, vo = {0};
+    if (PyObject_GetBuffer(orr, &vr, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(oout, &vo, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&vr); return NULL; }
+    if (vr.len != vo.len || vr.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.spacing: r and out must be float64 arrays of one size");
+        PyBuffer_Release(&vr); PyBuffer_Release(&vo);
+        return NULL;
+    }
+    const uint64_t *r = vr.buf;
+    double *out = vo.buf;
+    Py_ssize_t n = vr.len / 8;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t e = r[i] & 0x7FF0000000000000ULL;
+        double x = double_of(e) * scale;
+        x = x > lo ? x : lo;
+        out[i] = e == 0x7FF0000000000000ULL ? NAN : x;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&vr); PyBuffer_Release(&vo);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"judge", judge, METH_VARARGS, "Fused per-element judging of one chunk (see the module source)."},
     {"set_thresholds", set_thresholds, METH_VARARGS, "Set the 15 fraction thresholds of the histogram bins."},
+    {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_judge", "Fused per-element judging (numstd.criteria).", -1, methods};
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "Compiled loops of numstd (numstd.native).", -1, methods};
 
-PyMODINIT_FUNC PyInit__judge(void) { return PyModule_Create(&moduledef); }
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&moduledef); }

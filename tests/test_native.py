@@ -1,4 +1,4 @@
-"""The compiled judge (``numstd._judge``) against the numpy path, and the exact pieces both share.
+"""The compiled loops (``numstd._native``) against the numpy path, and the exact pieces both share.
 
 The numpy path of :class:`numstd.criteria.Judge` is the specification; the compiled loop must give
 the same totals bit for bit (every field of the result, the histogram, the worst offenders) on
@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 import numstd
-from numstd.criteria import Judge, _overflow_threshold, native_judge
+from numstd.criteria import Judge, _overflow_threshold
+from numstd.native import compiled
 from numstd.distribution import _bin_index
 from numstd.formats import FORMATS, get_format, round_to
 from numstd.ulp import ulp
 
-NATIVE = native_judge() is not None
-needs_native = pytest.mark.skipif(not NATIVE, reason="numstd._judge is not built (no C compiler at install time)")
+NATIVE = compiled() is not None
+needs_native = pytest.mark.skipif(not NATIVE, reason="numstd._native is not built (no C compiler at install time)")
 
 
 def test_native_judge_is_built_where_ci_requires_it():
@@ -128,11 +129,11 @@ def test_check_verdicts_identical_with_and_without_the_compiled_judge(op, shape,
     verdicts = []
     for native in ("1", "0"):
         monkeypatch.setenv("NUMSTD_NATIVE", native)
-        native_judge.cache_clear()
+        compiled.cache_clear()
         for chunk in (None, 1000):
             v = numstd.check(out, op=op, inputs=x, chunk_size=chunk, **kw)
             verdicts.append(v.to_json())
-    native_judge.cache_clear()
+    compiled.cache_clear()
     assert len(set(verdicts)) == 1
 
 
@@ -181,3 +182,51 @@ def test_overflow_threshold_splits_finite_from_nonfinite_rounding(name):
     assert all(finite(x) and finite(-x) for x in below)
     if math.isfinite(t):
         assert not finite(t) and not finite(-t) and not finite(np.nextafter(t, np.inf)) and not finite(4 * t)
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["float64", "float32", "bfloat16", "float16", "float8_e4m3fn", "tf32"])
+def test_compiled_spacing_is_the_ulp_definition(name):
+    # ulp(r) = 2^(max(floor(log2|r|), emin) - p + 1), from math.frexp (exact), NaN for non-finite r
+    from numstd.ulp import _spacing
+
+    f = get_format(name)
+    rng = np.random.default_rng(3)
+    r = rng.standard_normal(3000) * np.exp2(rng.integers(-1100, 1000, 3000).astype(float))
+    r = np.concatenate([r, [0.0, -0.0, 5e-324, 2.0**-1022, np.inf, -np.inf, np.nan, 1.7976931348623157e308, 1.0, -2.0]])
+    want = []
+    for x in r.tolist():
+        if not math.isfinite(x):
+            want.append(math.nan)
+            continue
+        e = math.frexp(x)[1] - 1 if x != 0 else -10**9  # floor(log2|x|)
+        want.append(math.ldexp(1.0, max(e, f.emin) - f.p + 1))
+    got = _spacing(r, f)
+    assert np.array_equal(got, np.array(want), equal_nan=True)
+    assert np.array_equal(_spacing(r[::-1].copy()[::-1], f), got, equal_nan=True)  # strided view: numpy path
+
+
+def test_prefetch_keeps_order_and_raises_at_the_failing_item():
+    import threading
+
+    from numstd.chunks import prefetch
+
+    seen_threads = set()
+
+    def prep(i):
+        seen_threads.add(threading.get_ident())
+        if i == 7:
+            raise ValueError("bad item 7")
+        return i * i
+
+    assert list(prefetch(range(7), prep)) == [i * i for i in range(7)]
+    assert len(seen_threads - {threading.get_ident()}) == 1  # one worker thread did the work
+    seen_threads.clear()
+    assert list(prefetch([3], prep)) == [9] and seen_threads == {threading.get_ident()}  # one item: inline
+    assert list(prefetch([], prep)) == []
+    got = []
+    with pytest.raises(ValueError, match="bad item 7"):
+        for v in prefetch(range(10), prep):
+            got.append(v)
+    assert got == [i * i for i in range(7)]
+    assert list(prefetch(range(5), prep, background=False)) == [i * i for i in range(5)]
