@@ -15,4 +15,13 @@ if sys.platform == "win32":
 else:
     flags = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
 
-setup(ext_modules=[Extension("numstd._native", ["numstd/_native.c"], extra_compile_args=flags, optional=True)])
+# numpy's headers add the block-reusing allocator (numstd.native.pool); without them it is left out
+try:
+    import numpy
+
+    include, macros = [numpy.get_include()], [("NUMSTD_NUMPY_POOL", "1")]
+except ImportError:
+    include, macros = [], []
+
+setup(ext_modules=[Extension("numstd._native", ["numstd/_native.c"], include_dirs=include, define_macros=macros,
+                             extra_compile_args=flags, optional=True)])

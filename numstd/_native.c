@@ -3,6 +3,8 @@
  *
  * judge: the per-element pass of numstd.criteria.Judge.add, fused into one loop.
  * spacing: ulp(r) of float64 values in a format (numstd.ulp._spacing).
+ * pool_enter / pool_exit: a numpy data allocator that keeps freed blocks for reuse while a check
+ *   runs (numstd.native.pool).
  *
  * The numpy path (numstd/criteria.py, numstd/distribution.py) is the specification; this file
  * computes the same IEEE double operations in the same order, so the totals are bit-identical
@@ -26,10 +28,19 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pythread.h>
+#ifdef NUMSTD_NUMPY_POOL
+#define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
+#define NPY_TARGET_VERSION NPY_1_22_API_VERSION
+#include <numpy/arrayobject.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #define BLOCK 1024
 #define WORST_K 10
@@ -266,13 +277,158 @@ static PyObject *spacing(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#ifdef NUMSTD_NUMPY_POOL
+/* A numpy data-memory handler (NEP 49) that keeps freed blocks of 64 KiB or more while at least one
+ * pool user is active (pool_enter ... pool_exit) and hands them out again for requests of the same
+ * size.  check's chunks allocate the same temporaries chunk after chunk; without the pool glibc
+ * returns them to the kernel (munmap, or trimming the heap) and every chunk pays page faults for
+ * fresh memory, which doubled check's time in some process states.  Every block records its size,
+ * so a block is reused only for a request of exactly that size, whatever size numpy reports when
+ * freeing.  The handler is installed per context (numpy keeps it in a ContextVar), so
+ * only arrays created inside numstd.native.pool() use it; they may outlive it (freed directly then).
+ * When the last user exits, the kept blocks are freed. */
+#define POOL_ALIGN 64  /* cache-line aligned data: SIMD loops and BLAS run measurably faster */
+#define POOL_MIN ((size_t)64 << 10)
+#define POOL_SLOTS 64
+#define POOL_MAX_BYTES ((size_t)256 << 20)
+
+static struct { void *data[POOL_SLOTS]; size_t size[POOL_SLOTS]; int n; size_t bytes, peak; long users; } pool;
+static PyThread_type_lock pool_lock = NULL;
+
+/* A block: malloc'd raw memory, data aligned to POOL_ALIGN, and just below the data the raw pointer
+ * and the size asked for. */
+static void *block_new(size_t size, int zero) {
+    if (size > (size_t)-1 - 2 * POOL_ALIGN) return NULL;
+    char *raw = zero ? calloc(1, size + 2 * POOL_ALIGN) : malloc(size + 2 * POOL_ALIGN);
+    if (!raw) return NULL;
+    char *data = (char *)(((uintptr_t)raw + 2 * sizeof(size_t) + POOL_ALIGN - 1) & ~(uintptr_t)(POOL_ALIGN - 1));
+    ((void **)data)[-2] = raw;
+    ((size_t *)data)[-1] = size;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= ((size_t)1 << 22)) {  /* as numpy's own allocator does: huge pages for BLAS-sized arrays */
+        uintptr_t start = ((uintptr_t)data + 4095) & ~(uintptr_t)4095;
+        if (start < (uintptr_t)data + size) madvise((void *)start, (uintptr_t)data + size - start, MADV_HUGEPAGE);
+    }
+#endif
+    return data;
+}
+
+static inline size_t block_size(void *data) { return ((size_t *)data)[-1]; }
+static inline void block_free(void *data) { free(((void **)data)[-2]); }
+
+static void *pool_malloc(void *ctx, size_t size) {
+    if (size >= POOL_MIN) {
+        PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+        for (int k = pool.n - 1; k >= 0; k--) {
+            if (pool.size[k] == size) {
+                void *data = pool.data[k];
+                pool.n--;
+                pool.data[k] = pool.data[pool.n];
+                pool.size[k] = pool.size[pool.n];
+                pool.bytes -= size;
+                PyThread_release_lock(pool_lock);
+                return data;
+            }
+        }
+        PyThread_release_lock(pool_lock);
+    }
+    return block_new(size, 0);
+}
+
+static void *pool_calloc(void *ctx, size_t nelem, size_t elsize) {
+    if (elsize && nelem > ((size_t)-1 - 2 * POOL_ALIGN) / elsize) return NULL;
+    return block_new(nelem * elsize, 1);
+}
+
+static void *pool_realloc(void *ctx, void *ptr, size_t size) {
+    if (!ptr) return pool_malloc(ctx, size);
+    size_t old = block_size(ptr);
+    void *data = block_new(size, 0);
+    if (!data) return NULL;
+    memcpy(data, ptr, old < size ? old : size);
+    block_free(ptr);
+    return data;
+}
+
+static void pool_free(void *ctx, void *ptr, size_t reported) {
+    if (!ptr) return;
+    size_t size = block_size(ptr);  /* the real size, not numpy's report */
+    if (size >= POOL_MIN) {
+        PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+        if (pool.users > 0 && pool.n < POOL_SLOTS && pool.bytes + size <= POOL_MAX_BYTES) {
+            pool.data[pool.n] = ptr;
+            pool.size[pool.n++] = size;
+            pool.bytes += size;
+            if (pool.bytes > pool.peak) pool.peak = pool.bytes;
+            PyThread_release_lock(pool_lock);
+            return;
+        }
+        PyThread_release_lock(pool_lock);
+    }
+    block_free(ptr);
+}
+
+static PyDataMem_Handler pool_handler = {
+    "numstd_pool", 1, {NULL, pool_malloc, pool_calloc, pool_realloc, pool_free}};
+static PyObject *pool_capsule = NULL;
+
+/* pool_enter() -> the handler that was current (give it to pool_exit) */
+static PyObject *pool_enter(PyObject *self, PyObject *args) {
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    pool.users++;
+    PyThread_release_lock(pool_lock);
+    return PyDataMem_SetHandler(pool_capsule);
+}
+
+/* pool_exit(previous): restore the handler; the last user frees the kept blocks */
+static PyObject *pool_exit(PyObject *self, PyObject *args) {
+    PyObject *prev;
+    if (!PyArg_ParseTuple(args, "O", &prev)) return NULL;
+    PyObject *cur = PyDataMem_SetHandler(prev);
+    Py_XDECREF(cur);
+    void *drop[POOL_SLOTS];
+    int ndrop = 0;
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    if (--pool.users == 0) {
+        for (int k = 0; k < pool.n; k++) drop[ndrop++] = pool.data[k];
+        pool.n = 0;
+        pool.bytes = 0;
+    }
+    PyThread_release_lock(pool_lock);
+    for (int k = 0; k < ndrop; k++) block_free(drop[k]);
+    Py_RETURN_NONE;
+}
+
+/* pool_stats() -> (blocks kept now, bytes kept now, most bytes ever kept at once) */
+static PyObject *pool_stats(PyObject *self, PyObject *args) {
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    PyObject *r = Py_BuildValue("inn", pool.n, (Py_ssize_t)pool.bytes, (Py_ssize_t)pool.peak);
+    PyThread_release_lock(pool_lock);
+    return r;
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"judge", judge, METH_VARARGS, "Fused per-element judging of one chunk (see the module source)."},
     {"set_thresholds", set_thresholds, METH_VARARGS, "Set the 15 fraction thresholds of the histogram bins."},
     {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
+#ifdef NUMSTD_NUMPY_POOL
+    {"pool_enter", pool_enter, METH_NOARGS, "Install the block-reusing numpy allocator in this context."},
+    {"pool_exit", pool_exit, METH_VARARGS, "Restore the previous allocator; the last user frees the kept blocks."},
+    {"pool_stats", pool_stats, METH_NOARGS, "(blocks kept, bytes kept, peak bytes kept)."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "Compiled loops of numstd (numstd.native).", -1, methods};
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&moduledef); }
+PyMODINIT_FUNC PyInit__native(void) {
+#ifdef NUMSTD_NUMPY_POOL
+    import_array();
+    pool_lock = PyThread_allocate_lock();
+    if (!pool_lock) return PyErr_NoMemory();
+    pool_capsule = PyCapsule_New(&pool_handler, "mem_handler", NULL);
+    if (!pool_capsule) return NULL;
+#endif
+    return PyModule_Create(&moduledef);
+}

@@ -23,6 +23,7 @@ from .chunks import default_chunk, plan, prefetch
 from .criteria import Judge, chunk_pieces, evaluate
 from .distribution import UlpDistribution
 from .errors import NonConformance, NumstdError, ParameterError
+from .native import pool
 from .verdict import CriterionResult, Verdict
 
 __all__ = ["check", "assert_conforms", "selector_params"]
@@ -104,11 +105,15 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         return chunk_pieces(std, environment(ref, fmts), ref, np.asarray(act[ch.out_index], dtype=np.float64),
                             ch.out_index)
 
-    # with the compiled judge (no GIL), the next chunk's reference is computed while this one is judged
-    for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)),
-                           prepare, background=judge.native):
-        for piece in pieces:
-            judge.add(**piece)
+    # with the compiled judge (no GIL), the next chunk's reference is computed while this one is
+    # judged; not for contractions, whose BLAS calls keep both cores busy already (a second thread
+    # only competes with them); the chunks' temporaries reuse their memory (native.pool)
+    background = judge.native and spec.kind not in ("contraction", "attention")
+    with pool():
+        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)),
+                               prepare, background=background):
+            for piece in pieces:
+                judge.add(**piece)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
     passed = all(c.passed for c in criteria)

@@ -175,15 +175,17 @@ def _row_offset(op: str, out_shape: tuple, rows_axis: int, prefix: tuple, j: int
     return start if j == rows_axis else 0
 
 
-def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bool = True) -> Iterator[Any]:
-    """``prepare(item)`` for each item, in order; with ``background``, the next item is prepared on a
-    worker thread while the caller consumes the current one.
+def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bool = True,
+             workers: int = 1) -> Iterator[Any]:
+    """``prepare(item)`` for each item, in order; with ``background``, up to ``workers`` items ahead
+    are prepared on worker threads while the caller consumes the current one.
 
-    ``check`` prepares a chunk (reference, model terms: numpy) while it judges the previous one in
-    the compiled judge, which releases the GIL: on two cores the two stages overlap.  Results come
-    back in order and each is computed exactly as in the serial loop, so the verdict is the same.
-    A single item is prepared inline (no thread).  An exception in ``prepare`` is raised here, at
-    the item that caused it.
+    ``check`` prepares chunks (reference, model terms: numpy, whose loops release the GIL) while it
+    judges earlier ones in the compiled judge, which releases the GIL too, so all cores stay busy
+    whichever stage is the slower one for the op.  Results come back in order and each is computed
+    exactly as in the serial loop, so the verdict is the same; each runs in a copy of the caller's
+    context (numpy's error state and allocator are context variables).  A single item is prepared
+    inline (no thread).  An exception in ``prepare`` is raised here, at the item that caused it.
     """
     it = iter(items)
     first = next(it, _END)
@@ -197,15 +199,21 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
             for item in it:
                 yield prepare(item)
         return
+    import contextvars
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1, thread_name_prefix="numstd-prefetch") as pool:
-        pending = pool.submit(prepare, first)
-        for item in itertools.chain([second], it):
-            ready = pending.result()
-            pending = pool.submit(prepare, item)
-            yield ready
-        yield pending.result()
+    with ThreadPoolExecutor(workers, thread_name_prefix="numstd-prefetch") as threads:
+        def submit(x: Any) -> Any:
+            return threads.submit(contextvars.copy_context().run, prepare, x)
+
+        pending = deque(submit(x) for x in (first, second))
+        for item in it:
+            if len(pending) > workers:
+                yield pending.popleft().result()
+            pending.append(submit(item))
+        while pending:
+            yield pending.popleft().result()
 
 
 _END = object()

@@ -7,16 +7,19 @@ double operations in the same order (compiled without FMA contraction or fast-ma
 environment (read once, at first use) selects the numpy path.
 
 What is compiled: the fused per-element pass of :class:`numstd.criteria.Judge` (one loop instead
-of ~40 numpy passes, run without the GIL) and :func:`numstd.ulp.ulp`'s spacing.
+of ~40 numpy passes, run without the GIL), :func:`numstd.ulp.ulp`'s spacing, and a numpy
+allocator that reuses freed blocks while a check runs (:func:`pool`; built when numpy's headers
+are there at install time, as ``pip install`` arranges).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from typing import Any
+from typing import Any, Iterator
 
-__all__ = ["compiled"]
+__all__ = ["compiled", "pool"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -32,3 +35,26 @@ def compiled() -> Any:
 
     _native.set_thresholds(list(_THRESHOLDS))
     return _native
+
+
+@contextlib.contextmanager
+def pool() -> Iterator[None]:
+    """Inside the block, numpy arrays created in this context keep their memory for reuse when
+    freed (blocks of 64 KiB or more, up to 256 MiB in all); the last block to exit frees it.
+
+    A check's chunks allocate the same temporaries again and again; glibc hands large freed blocks
+    back to the kernel, so without the pool every chunk pays page faults for fresh memory — up to
+    twice the time of the whole check, depending on the process's heap history (docs/benchmarks.md).
+    numpy keeps the allocator in a context variable, so only this context (and contexts copied from
+    it, as :func:`numstd.chunks.prefetch` does for its worker) use it.  A no-op without the
+    compiled module.
+    """
+    nat = compiled()
+    if nat is None or not hasattr(nat, "pool_enter"):
+        yield
+        return
+    previous = nat.pool_enter()
+    try:
+        yield
+    finally:
+        nat.pool_exit(previous)

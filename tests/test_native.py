@@ -221,6 +221,7 @@ def test_prefetch_keeps_order_and_raises_at_the_failing_item():
 
     assert list(prefetch(range(7), prep)) == [i * i for i in range(7)]
     assert len(seen_threads - {threading.get_ident()}) == 1  # one worker thread did the work
+    assert list(prefetch(range(7), prep, workers=3)) == [i * i for i in range(7)]
     seen_threads.clear()
     assert list(prefetch([3], prep)) == [9] and seen_threads == {threading.get_ident()}  # one item: inline
     assert list(prefetch([], prep)) == []
@@ -230,3 +231,63 @@ def test_prefetch_keeps_order_and_raises_at_the_failing_item():
             got.append(v)
     assert got == [i * i for i in range(7)]
     assert list(prefetch(range(5), prep, background=False)) == [i * i for i in range(5)]
+
+
+@needs_native
+def test_pool_reuses_blocks_inside_and_frees_them_after():
+    from numpy._core.multiarray import get_handler_name
+
+    from numstd.native import pool
+
+    nat = compiled()
+    if not hasattr(nat, "pool_enter"):
+        pytest.skip("numstd._native was built without numpy's headers (no pool)")
+    before = get_handler_name()
+    with pool():
+        assert get_handler_name() == "numstd_pool"
+        a = np.arange(1 << 15, dtype=np.float64)  # 256 KiB: pooled when freed
+        addr = a.__array_interface__["data"][0]
+        keep = np.ones(1 << 18)  # 2 MiB, outlives the block
+        del a
+        kept, nbytes, _ = nat.pool_stats()
+        assert kept >= 1 and nbytes >= 1 << 18
+        b = np.empty(1 << 15)  # the same size: the same block back
+        assert b.__array_interface__["data"][0] == addr
+        assert b.__array_interface__["data"][0] % 64 == 0
+        b[:] = 3.0
+        c = np.zeros(1 << 16)
+        assert not c.any()  # calloc'd memory is zero
+    assert get_handler_name() == before
+    assert nat.pool_stats()[:2] == (0, 0)  # the last user freed what was kept
+    assert keep.sum() == 1 << 18 and b.sum() == 3.0 * (1 << 15)
+    del keep, b, c  # freed by the pool's free, outside the pool: directly
+
+
+@needs_native
+def test_pool_is_per_context_and_thread_safe():
+    import threading
+
+    from numpy._core.multiarray import get_handler_name
+
+    from numstd.native import pool
+
+    names, errors = [], []
+
+    def work(k):
+        try:
+            with pool():
+                names.append(get_handler_name())
+                for i in range(200):
+                    x = np.full((1 << 14) + (i % 3), float(k))
+                    y = x * 2.0
+                    assert y[0] == 2.0 * k and y[-1] == 2.0 * k
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    [t.start() for t in threads]
+    outside = get_handler_name()
+    [t.join() for t in threads]
+    assert not errors and names == ["numstd_pool"] * 4
+    assert outside != "numstd_pool"  # another thread's pool does not leak into this context
+    assert compiled().pool_stats()[:2] == (0, 0)
