@@ -100,19 +100,24 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
     cache: dict = {}  # shared operands converted once for all chunks (contractions)
 
-    def prepare(ch: Any) -> list:
-        ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
-        return chunk_pieces(std, environment(ref, fmts), ref, np.asarray(act[ch.out_index], dtype=np.float64),
-                            ch.out_index)
-
-    # with the compiled judge (no GIL), the next chunk's reference is computed while this one is
-    # judged; not for contractions, whose BLAS calls keep both cores busy already (a second thread
-    # only competes with them); the chunks' temporaries reuse their memory (native.pool)
+    # With the compiled judge (no GIL) the next chunk's reference is computed on a worker thread
+    # while this one is judged — not for contractions, whose BLAS calls keep every core busy already.
+    # The model's terms go with the slower stage's partner: an elementwise reference is one ufunc
+    # and the judge is the slower stage, so the worker computes the terms too; for row ops (softmax,
+    # norms, scans, reductions) the reference is the slower stage and the terms are computed here
+    # (measured: docs/benchmarks.md).  The chunks' temporaries reuse their memory (native.pool).
     background = judge.native and spec.kind not in ("contraction", "attention")
+    terms_in_worker = spec.kind == "elementwise"
+
+    def prepare(ch: Any) -> Any:
+        ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
+        item = (environment(ref, fmts), ref, np.asarray(act[ch.out_index], dtype=np.float64), ch.out_index)
+        return chunk_pieces(std, *item) if terms_in_worker else item
+
     with pool():
-        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)),
-                               prepare, background=background):
-            for piece in pieces:
+        for item in prefetch(plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)),
+                             prepare, background=background):
+            for piece in item if terms_in_worker else chunk_pieces(std, *item):
                 judge.add(**piece)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
