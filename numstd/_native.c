@@ -23,7 +23,8 @@
  *   - |e| goes to the histogram (bin ceil(16 log2 |e|), decided exactly on the bits) and the
  *     stream of |e| (sums over fixed blocks of BLOCK values by a halving tree);
  *   - where |r| >= smallest_normal and (no mask or epre <= kappa*u): s = sign(r)*e (sign bit
- *     xor) and s*s go to the signed streams, and the bits of a to the distinct-value bitmap.
+ *     xor) and s*s go to the signed streams, and the bits of a to the distinct-value bitmap (packed:
+ *     bit h & 7 of byte h >> 3 for the hash h; numpy's path keeps one bool per hash).
  * The GIL is released for the loop.
  */
 #define PY_SSIZE_T_CLEAN
@@ -169,7 +170,7 @@ static PyObject *judge(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "numstd._native.judge: judge at most 2^32 - 1 elements per call");
         goto done;
     }
-    if (vseen.len != (1 << DISTINCT_BITS) || vhist.len != 8 * NBINS || vabuf.len != 8 * BLOCK ||
+    if (vseen.len != (1 << DISTINCT_BITS) / 8 || vhist.len != 8 * NBINS || vabuf.len != 8 * BLOCK ||
         vsbuf.len != 16 * BLOCK || vablk.len < 8 * need || cap < need || vskip.len < 8 * n ||
         vtop.len != 8 * WORST_K || afill < 0 || afill >= BLOCK || sfill < 0 || sfill >= BLOCK) {
         PyErr_SetString(PyExc_ValueError, "numstd._native.judge: workspace of the wrong size");
@@ -230,7 +231,8 @@ static PyObject *judge(PyObject *self, PyObject *args) {
                     sblk[nsblk] = sbuf[0]; s2blk[nsblk++] = s2buf[0]; sfill = 0;
                 }
                 scount++;
-                seen[(bits_of(ai) * 0x9E3779B97F4A7C15ULL) >> (64 - DISTINCT_BITS)] = 1;
+                uint64_t h = (bits_of(ai) * 0x9E3779B97F4A7C15ULL) >> (64 - DISTINCT_BITS);
+                seen[h >> 3] |= (uint8_t)(1u << (h & 7));
             }
         }
         for (int k = 0; k < NBINS; k++) hist[k] += (int64_t)sub[0][k] + sub[1][k] + sub[2][k] + sub[3][k];
@@ -399,10 +401,14 @@ static PyObject *pool_exit(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* pool_stats() -> (blocks kept now, bytes kept now, most bytes ever kept at once) */
+/* pool_stats(reset=0) -> (blocks kept now, bytes kept now, most bytes kept at once since the last
+ * reset); reset=1 then starts a new peak from the bytes kept now */
 static PyObject *pool_stats(PyObject *self, PyObject *args) {
+    int reset = 0;
+    if (!PyArg_ParseTuple(args, "|p", &reset)) return NULL;
     PyThread_acquire_lock(pool_lock, WAIT_LOCK);
     PyObject *r = Py_BuildValue("inn", pool.n, (Py_ssize_t)pool.bytes, (Py_ssize_t)pool.peak);
+    if (reset) pool.peak = pool.bytes;
     PyThread_release_lock(pool_lock);
     return r;
 }
@@ -415,7 +421,7 @@ static PyMethodDef methods[] = {
 #ifdef NUMSTD_NUMPY_POOL
     {"pool_enter", pool_enter, METH_NOARGS, "Install the block-reusing numpy allocator in this context."},
     {"pool_exit", pool_exit, METH_VARARGS, "Restore the previous allocator; the last user frees the kept blocks."},
-    {"pool_stats", pool_stats, METH_NOARGS, "(blocks kept, bytes kept, peak bytes kept)."},
+    {"pool_stats", pool_stats, METH_VARARGS, "pool_stats(reset=False) -> (blocks kept, bytes kept, peak bytes kept)."},
 #endif
     {NULL, NULL, 0, NULL},
 };

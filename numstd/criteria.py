@@ -214,6 +214,7 @@ class Judge:
         self.sz = 0
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
         self._seen = np.zeros(_DISTINCT_BINS, dtype=bool)  # hashed bitmap of bias-sample output values
+        self._seen_bits = np.zeros(_DISTINCT_BINS // 8, dtype=np.uint8)  # the same, packed (compiled judge)
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
         self._may_spill = out_fmt.emax + 3 - (out_fmt.emin - out_fmt.p + 1) >= 1023
@@ -301,7 +302,7 @@ class Judge:
         d = self.dist
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
             a, r, b, u, pre, float(kappa), float(self.fmt.smallest_normal), _overflow_threshold(self.fmt),
-            self._may_spill, self._seen, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
+            self._may_spill, self._seen_bits, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
             ws["ablk"], ws["sblk"], ws["skip"], ws["top"])
         cap = ws["ablk"].size
         d._abs.fill, d._signed.fill = afill, sfill
@@ -368,7 +369,7 @@ class Judge:
             ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite,
             n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
-            n_distinct=int(np.count_nonzero(self._seen)),
+            n_distinct=int(np.count_nonzero(self._seen)) + int(np.count_nonzero(np.unpackbits(self._seen_bits))),
             rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
