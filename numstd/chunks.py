@@ -188,16 +188,10 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
     inline (no thread).  An exception in ``prepare`` is raised here, at the item that caused it.
     """
     it = iter(items)
-    first = next(it, _END)
-    if first is _END:
-        return
-    second = next(it, _END)
-    if not background or second is _END:
-        yield prepare(first)
-        if second is not _END:
-            yield prepare(second)
-            for item in it:
-                yield prepare(item)
+    head = list(itertools.islice(it, 2))
+    if not background or len(head) < 2:
+        for item in itertools.chain(head, it):
+            yield prepare(item)
         return
     import contextvars
     from collections import deque
@@ -207,13 +201,10 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
         def submit(x: Any) -> Any:
             return threads.submit(contextvars.copy_context().run, prepare, x)
 
-        pending = deque(submit(x) for x in (first, second))
+        pending = deque(submit(x) for x in head)
         for item in it:
             if len(pending) > workers:
                 yield pending.popleft().result()
             pending.append(submit(item))
         while pending:
             yield pending.popleft().result()
-
-
-_END = object()

@@ -161,8 +161,13 @@ def _overflow_threshold(fmt: Any) -> float:
             t = mid
         elif not finite(math.nextafter(mid, math.inf)):
             t = math.nextafter(mid, math.inf)
-        else:
-            t = math.inf if finite(1e308) else math.nan  # saturating; NaN: unknown (compare nothing big)
+        elif finite(1e308):
+            t = math.inf  # a saturating rounding: nothing overflows
+        else:  # pragma: no cover - every format of the table is one of the cases above (tested)
+            from .errors import FormatError
+
+            raise FormatError(f"{fmt.name}: rounding overflows neither at the midpoint above max_finite nor "
+                              "just past it; add the format's overflow rule to criteria._overflow_threshold")
         _THRESHOLD_CACHE[fmt.name] = t
     return t
 

@@ -8,8 +8,9 @@ result must not depend on the chunk size.  Two devices make that so:
   tree inside a block, so alignment cannot change the result), then combined with ``math.fsum``
   (correctly rounded, hence order-free);
 * quantiles come from a fixed histogram of ``|e|`` with :data:`BINS_PER_OCTAVE` logarithmic bins per
-  power of two, each value's bin decided exactly (:func:`_bin_index`); counts add exactly.  A reported quantile is the upper edge of the bin holding it
-  (never below the true quantile, at most 2^(1/16)−1 ≈ 4.4 % above), capped at the exact maximum.
+  power of two, each value's bin decided exactly (:func:`_bin_index`); counts add exactly.  A
+  reported quantile is the upper edge of the bin holding it (never below the true quantile, at most
+  2^(1/16)−1 ≈ 4.4 % above), capped at the exact maximum.
 """
 
 from __future__ import annotations
