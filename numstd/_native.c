@@ -12,7 +12,8 @@
  * setup.py compiles with -ffp-contract=off (no fused multiply-add: a*b+c must round twice, as in
  * numpy) and without -ffast-math (no reassociation of the halving trees).
  *
- * One call judges one chunk of n elements, in C order:
+ * One call judges one chunk of n elements, in C order (the output a as float64, float32 or bfloat16,
+ * widened exactly; everything else float64):
  *   - skip the element (record its position) unless a is finite and |r| < overflow, where
  *     overflow is the smallest magnitude that rounds to a non-finite value of the output format
  *     (numstd.criteria._overflow_threshold); Python handles skipped elements (specials);
@@ -64,6 +65,7 @@ static int thresholds_set = 0;
 
 static inline uint64_t bits_of(double x) { uint64_t b; memcpy(&b, &x, 8); return b; }
 static inline double double_of(uint64_t b) { double x; memcpy(&x, &b, 8); return x; }
+static inline float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }  /* bfloat16: the top half */
 
 static void tree(double *buf) {
     for (int h = BLOCK / 2; h >= 1; h /= 2)
@@ -139,7 +141,8 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     double kappa, smallest_normal, overflow;
     int may_spill;
     Py_ssize_t afill, sfill;
-    if (!PyArg_ParseTuple(args, "OOOOOdddpOOOnOnOOOO", &oa, &or_, &ob, &ou, &oe, &kappa, &smallest_normal,
+    int akind;  /* the output's storage: 0 float64, 1 float32, 2 bfloat16 (read as uint16) */
+    if (!PyArg_ParseTuple(args, "OiOOOOdddpOOOnOnOOOO", &oa, &akind, &or_, &ob, &ou, &oe, &kappa, &smallest_normal,
                           &overflow, &may_spill, &oseen, &ohist, &oabuf, &afill, &osbuf, &sfill, &oablk, &osblk,
                           &oskip, &otop))
         return NULL;
@@ -151,8 +154,12 @@ static PyObject *judge(PyObject *self, PyObject *args) {
               vablk = {0}, vsblk = {0}, vskip = {0}, vtop = {0};
     PyObject *result = NULL;
     int have_e = oe != Py_None;
+    if (akind < 0 || akind > 2) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.judge: akind must be 0 (float64), 1 (float32) or 2 (bfloat16)");
+        return NULL;
+    }
     if (PyObject_GetBuffer(oa, &va, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    Py_ssize_t n = va.len / 8;
+    Py_ssize_t n = va.len / (akind == 0 ? 8 : akind == 1 ? 4 : 2);
     if (get_f64(or_, &vr, n, "r", 0) < 0) goto done;
     if (get_f64(ob, &vb, n, "bound", 1) < 0) goto done;
     if (get_f64(ou, &vu, n, "ulp", 1) < 0) goto done;
@@ -178,6 +185,8 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     }
     {
         const double *a = va.buf, *r = vr.buf, *b = vb.buf, *u = vu.buf, *e = have_e ? ve.buf : NULL;
+        const float *a32 = va.buf;
+        const uint16_t *a16 = va.buf;
         int bstep = vb.len == 8 * n ? 1 : 0, ustep = vu.len == 8 * n ? 1 : 0, estep = have_e && ve.len == 8 * n ? 1 : 0;
         uint8_t *seen = vseen.buf;
         int64_t *hist = vhist.buf, *skip = vskip.buf, *top = vtop.buf;
@@ -192,7 +201,8 @@ static PyObject *judge(PyObject *self, PyObject *args) {
         if (!sub) { PyErr_NoMemory(); goto done; }
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
-            double ai = a[i], ri = r[i];
+            double ai = akind == 0 ? a[i] : akind == 1 ? (double)a32[i] : (double)float_of((uint32_t)a16[i] << 16);
+            double ri = r[i];
             if (!(isfinite(ai) && fabs(ri) < overflow)) { skip[nskip++] = i; continue; }
             double bi = b[i * bstep], ui = u[i * ustep];
             double d = ai - ri;

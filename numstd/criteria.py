@@ -136,6 +136,9 @@ def _measure(a: np.ndarray, r: np.ndarray, b: np.ndarray, u: np.ndarray, may_spi
     return norm, e_ulp
 
 
+#: output dtypes the compiled judge reads as they are: name -> (its code, the view it is passed as)
+_NATIVE_KINDS = {"float64": (0, np.float64), "float32": (1, np.float32), "bfloat16": (2, np.uint16)}
+
 _THRESHOLD_CACHE: dict = {}
 
 
@@ -245,7 +248,11 @@ class Judge:
         from .ulp import ulp as ulp_of
 
         shape = np.shape(actual)
-        a = np.ascontiguousarray(actual, dtype=np.float64).reshape(-1)
+        raw = np.asarray(actual)
+        if self._native is not None and raw.dtype.name in _NATIVE_KINDS and not self.signed_zero:
+            a = np.ascontiguousarray(raw).reshape(-1)  # widened exactly inside the compiled loop
+        else:
+            a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
         r = _flat(ref, shape)
         u = _flat(ulp_of(r, self.fmt) if ulp is None else ulp, shape, scalar=True)
         self.n += a.size
@@ -306,7 +313,7 @@ class Judge:
         ws = self._workspace(n)
         d = self.dist
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
-            a, r, b, u, pre, float(kappa), float(self.fmt.smallest_normal), _overflow_threshold(self.fmt),
+            a.view(_NATIVE_KINDS[a.dtype.name][1]), _NATIVE_KINDS[a.dtype.name][0], r, b, u, pre, float(kappa), float(self.fmt.smallest_normal), _overflow_threshold(self.fmt),
             self._may_spill, self._seen_bits, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
             ws["ablk"], ws["sblk"], ws["skip"], ws["top"])
         cap = ws["ablk"].size
@@ -314,7 +321,8 @@ class Judge:
         d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
         d._signed.extend(ws["sblk"].reshape(2, cap)[:, :nsb])
         if nskip:
-            self._specials(a, r, ws["skip"][:nskip].copy())
+            pos = ws["skip"][:nskip].copy()
+            self._specials(a[pos].astype(np.float64), r[pos], np.arange(nskip))
         if not compared:
             return
         d.count += compared
@@ -327,8 +335,9 @@ class Judge:
             pos = ws["top"][:ntop].copy()
             bt = b[pos] if b.size > 1 else np.broadcast_to(b, ntop)
             ut = u[pos] if u.size > 1 else np.broadcast_to(u, ntop)
-            norm, e_ulp = _measure(a[pos], r[pos], bt, ut, self._may_spill)
-            self._push_worst(pos, norm, a[pos], r[pos], e_ulp, bt, chunk_index, shape)
+            at = a[pos].astype(np.float64)
+            norm, e_ulp = _measure(at, r[pos], bt, ut, self._may_spill)
+            self._push_worst(pos, norm, at, r[pos], e_ulp, bt, chunk_index, shape)
 
     def _workspace(self, n: int) -> dict:
         """Output arrays of the compiled judge, reused across chunks (grown when a chunk is larger)."""

@@ -64,9 +64,13 @@ def _chunks(fmt_name: str, seed: int, n: int = 5000):
         yield a[i0:i1], r[i0:i1], b[i0:i1], pre[i0:i1], u[i0:i1], slice(i0, i1)
 
 
-def _run(native: bool, chunks, fmt_name: str, n: int, signed_zero: bool, scalar: bool) -> str:
-    j = Judge(get_format(fmt_name), (n,), signed_zero, native=native)
+def _run(native: bool, chunks, fmt_name: str, n: int, signed_zero: bool, scalar: bool, stored: bool = False) -> str:
+    f = get_format(fmt_name)
+    j = Judge(f, (n,), signed_zero, native=native)
     for a, r, b, pre, u, sl in chunks:
+        if stored:  # the output in its own dtype (float32/bfloat16: read as stored by the compiled judge)
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = a.astype(f.dtype)
         bb = b[:1].copy() if scalar else b
         pp = pre[:1].copy() if scalar else pre
         j.add(a, r, bb, (sl,), ulp=u, pre_rounding=pp, bias_kappa=8.0)
@@ -86,6 +90,10 @@ def test_native_and_numpy_judges_agree_bit_for_bit(fmt_name, seed, scalar):
     chunks = list(_chunks(fmt_name, seed))
     want = _run(False, chunks, fmt_name, 5000, seed == 1, scalar)
     got = _run(True, chunks, fmt_name, 5000, seed == 1, scalar)
+    assert got == want
+    # the output in its own dtype: float32 and bfloat16 are widened inside the compiled loop
+    want = _run(False, chunks, fmt_name, 5000, seed == 1, scalar, stored=True)
+    got = _run(True, chunks, fmt_name, 5000, seed == 1, scalar, stored=True)
     assert got == want
 
 
