@@ -3,6 +3,8 @@
  *
  * judge: the per-element pass of numstd.criteria.Judge.add, fused into one loop.
  * spacing: ulp(r) of float64 values in a format (numstd.ulp._spacing).
+ * model_bound: B_i = E_i + rho ulp(|r_i| + E_i) (+ smallest normal) + reference error, in one pass
+ *   (numstd.models.ErrorModel.bound).
  * pool_enter / pool_exit: a numpy data allocator that keeps freed blocks for reuse while a check
  *   runs (numstd.native.pool).
  *
@@ -424,10 +426,50 @@ static PyObject *pool_stats(PyObject *self, PyObject *args) {
 }
 #endif
 
+/* model_bound(e, absref, ref_error, out, rho, add_normal, smallest_normal, scale, floor):
+ * out = ((e + rho * ulp(absref + e)) [+ smallest_normal]) + ref_error, the bound B_i of
+ * numstd.models.ErrorModel.bound, with ulp as in spacing(); e and ref_error are n values or one. */
+static PyObject *model_bound(PyObject *self, PyObject *args) {
+    PyObject *oe, *oa, *orf, *oout;
+    double rho, sn, scale, lo;
+    int add_normal;
+    if (!PyArg_ParseTuple(args, "OOOOdpddd", &oe, &oa, &orf, &oout, &rho, &add_normal, &sn, &scale, &lo)) return NULL;
+    Py_buffer ve = {0}, va = {0}, vr = {0}, vo = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(oout, &vo, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t n = vo.len / 8;
+    if (get_f64(oa, &va, n, "absref", 0) < 0) goto done;
+    if (get_f64(oe, &ve, n, "e", 1) < 0) goto done;
+    if (get_f64(orf, &vr, n, "ref_error", 1) < 0) goto done;
+    {
+        const double *e = ve.buf, *a = va.buf, *rf = vr.buf;
+        double *out = vo.buf;
+        int es = ve.len == 8 * n, rs = vr.len == 8 * n;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double ei = e[i * es];
+            uint64_t x = bits_of(a[i] + ei) & 0x7FF0000000000000ULL;
+            double u = double_of(x) * scale;
+            u = u > lo ? u : lo;
+            if (x == 0x7FF0000000000000ULL) u = NAN;
+            double b = ei + rho * u;
+            if (add_normal) b = b + sn;
+            out[i] = b + rf[i * rs];
+        }
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    PyBuffer_Release(&ve); PyBuffer_Release(&va); PyBuffer_Release(&vr); PyBuffer_Release(&vo);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"judge", judge, METH_VARARGS, "Fused per-element judging of one chunk (see the module source)."},
     {"set_thresholds", set_thresholds, METH_VARARGS, "Set the 15 fraction thresholds of the histogram bins."},
     {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
+    {"model_bound", model_bound, METH_VARARGS, "The per-element bound of an error model in one pass (see the module source)."},
 #ifdef NUMSTD_NUMPY_POOL
     {"pool_enter", pool_enter, METH_NOARGS, "Install the block-reusing numpy allocator in this context."},
     {"pool_exit", pool_exit, METH_VARARGS, "Restore the previous allocator; the last user frees the kept blocks."},

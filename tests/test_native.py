@@ -299,3 +299,29 @@ def test_pool_is_per_context_and_thread_safe():
     assert not errors and names == ["numstd_pool"] * 4
     assert outside != "numstd_pool"  # another thread's pool does not leak into this context
     assert compiled().pool_stats()[:2] == (0, 0)
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["float32", "bfloat16", "float16", "float64"])
+@pytest.mark.parametrize("ftz", [True, False])
+def test_compiled_model_bound_matches_the_numpy_formula(name, ftz, monkeypatch):
+    import numstd.native as native_mod
+    from numstd.models import ErrorModel
+    from numstd.models.formula import Formula
+
+    f = get_format(name)
+    rng = np.random.default_rng(11)
+    n = 4000
+    absref = np.abs(rng.standard_normal(n) * np.exp2(rng.integers(-160, 140, n).astype(float)))
+    absref[:5] = [0.0, 5e-324, np.inf, np.nan, f.max_finite]
+    e = np.abs(rng.standard_normal(n)) * absref * 2.0**-20
+    e[5:8] = [np.inf, np.nan, 0.0]
+    ref_error = np.abs(rng.standard_normal(n)) * 1e-30
+    model = ErrorModel("exp", Formula.parse("c * absref", {"c", "absref"}, "test"), rho=0.5, ftz=ftz, constants={"c": 1.0},
+                       calibrated="c", margin=1.5)
+    cases = [(e, ref_error), (e[:1].copy(), ref_error), (e, np.float64(0.0)), (e[:1].copy(), 0.0)]
+    got = [model.bound({"absref": absref}, f, re, pre=pe) for pe, re in cases]
+    monkeypatch.setattr(native_mod, "compiled", lambda: None)  # the numpy formula
+    want = [model.bound({"absref": absref}, f, re, pre=pe) for pe, re in cases]
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w, equal_nan=True)

@@ -145,13 +145,34 @@ class ErrorModel:
     def bound(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0, pre: Any = None) -> np.ndarray:
         """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``
         (``pre``: ``E_i`` when the caller has it already)."""
+        from ..native import compiled
         from ..ulp import ulp
 
         e = self.pre_rounding(env) if pre is None else pre
-        b = e + self.rho * ulp(np.asarray(env["absref"]) + e, out_fmt)
+        absref = np.asarray(env["absref"])
+        nat = compiled()
+        if nat is not None and _one_pass(absref, e, ref_error):  # the same operations, in C
+            out = np.empty(absref.shape)
+            nat.model_bound(np.asarray(e, dtype=np.float64), absref, np.asarray(ref_error, dtype=np.float64), out,
+                            self.rho, self.ftz, out_fmt.smallest_normal, 2.0 ** (1 - out_fmt.p),
+                            2.0 ** (out_fmt.emin - out_fmt.p + 1))
+            return out
+        b = e + self.rho * ulp(absref + e, out_fmt)
         if self.ftz:
             b = b + out_fmt.smallest_normal
         return b + ref_error
+
+
+def _one_pass(absref: np.ndarray, *terms: Any) -> bool:
+    """Whether the compiled bound applies: float64 C-contiguous ``absref`` and terms of its shape
+    or single values, float64 (the C loop reads them as they are)."""
+    if absref.dtype != np.float64 or not absref.flags.c_contiguous or absref.ndim == 0:
+        return False
+    for t in terms:
+        t = np.asarray(t)
+        if t.dtype != np.float64 or not (t.size == 1 or (t.shape == absref.shape and t.flags.c_contiguous)):
+            return False
+    return True
 
 
 def environment(reference: Any, formats: Mapping[str, Any]) -> dict:
