@@ -5,6 +5,8 @@
  * spacing: ulp(r) of float64 values in a format (numstd.ulp._spacing).
  * model_bound: B_i = E_i + rho ulp(|r_i| + E_i) (+ smallest normal) + reference error, in one pass
  *   (numstd.models.ErrorModel.bound).
+ * finish_bound, dot_bound: the last passes of a reference's bound (numstd.reference._finish_bound,
+ *   numstd.reference.contraction.dot), one pass each.
  * pool_enter / pool_exit: a numpy data allocator that keeps freed blocks for reuse while a check
  *   runs (numstd.native.pool).
  *
@@ -465,11 +467,67 @@ done:
     return result;
 }
 
+/* finish_bound(bound, values, out, inflate): out = bound * inflate, +inf where that is NaN, 0 where
+ * values is not finite (numstd.reference._finish_bound). */
+static PyObject *finish_bound(PyObject *self, PyObject *args) {
+    PyObject *ob, *ov, *oout;
+    double inflate;
+    if (!PyArg_ParseTuple(args, "OOOd", &ob, &ov, &oout, &inflate)) return NULL;
+    Py_buffer vb = {0}, vv = {0}, vo = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(oout, &vo, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t n = vo.len / 8;
+    if (get_f64(ob, &vb, n, "bound", 0) < 0) goto done;
+    if (get_f64(ov, &vv, n, "values", 0) < 0) goto done;
+    {
+        const double *b = vb.buf, *v = vv.buf;
+        double *out = vo.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double x = b[i] * inflate;
+            if (isnan(x)) x = INFINITY;
+            out[i] = isfinite(v[i]) ? x : 0.0;
+        }
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    PyBuffer_Release(&vb); PyBuffer_Release(&vv); PyBuffer_Release(&vo);
+    return result;
+}
+
+/* dot_bound(absdot, out, g, t, rel) -> whether every out_i <= rel * absdot_i:
+ * out = g * absdot + t, the float64 GEMM bound of numstd.reference.contraction.dot. */
+static PyObject *dot_bound(PyObject *self, PyObject *args) {
+    PyObject *oa, *oout;
+    double g, t, rel;
+    if (!PyArg_ParseTuple(args, "OOddd", &oa, &oout, &g, &t, &rel)) return NULL;
+    Py_buffer va = {0}, vo = {0};
+    if (PyObject_GetBuffer(oout, &vo, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t n = vo.len / 8;
+    if (get_f64(oa, &va, n, "absdot", 0) < 0) { PyBuffer_Release(&vo); return NULL; }
+    const double *a = va.buf;
+    double *out = vo.buf;
+    int all_le = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double b = g * a[i] + t;
+        out[i] = b;
+        all_le &= b <= rel * a[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&va); PyBuffer_Release(&vo);
+    return PyBool_FromLong(all_le);
+}
+
 static PyMethodDef methods[] = {
     {"judge", judge, METH_VARARGS, "Fused per-element judging of one chunk (see the module source)."},
     {"set_thresholds", set_thresholds, METH_VARARGS, "Set the 15 fraction thresholds of the histogram bins."},
     {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
     {"model_bound", model_bound, METH_VARARGS, "The per-element bound of an error model in one pass (see the module source)."},
+    {"finish_bound", finish_bound, METH_VARARGS, "A reference's final bound in one pass (see the module source)."},
+    {"dot_bound", dot_bound, METH_VARARGS, "The float64 GEMM bound and its slack test in one pass (see the module source)."},
 #ifdef NUMSTD_NUMPY_POOL
     {"pool_enter", pool_enter, METH_NOARGS, "Install the block-reusing numpy allocator in this context."},
     {"pool_exit", pool_exit, METH_VARARGS, "Restore the previous allocator; the last user frees the kept blocks."},

@@ -325,3 +325,35 @@ def test_compiled_model_bound_matches_the_numpy_formula(name, ftz, monkeypatch):
     want = [model.bound({"absref": absref}, f, re, pre=pe) for pe, re in cases]
     for g, w in zip(got, want):
         assert np.array_equal(g, w, equal_nan=True)
+
+
+@needs_native
+def test_compiled_reference_bounds_match_the_numpy_path(monkeypatch):
+    # finish_bound (every reference) and dot_bound (contractions): the same bits as numpy
+    import ml_dtypes
+
+    import numstd.native as native_mod
+    import numstd.reference.contraction as contraction
+    from numstd.reference import reference
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(3000).astype(np.float32) * 30
+    x[:4] = [np.inf, -np.inf, np.nan, 89.0]
+    A = rng.standard_normal((300, 96)).astype(ml_dtypes.bfloat16)
+    B = rng.standard_normal((96, 40)).astype(ml_dtypes.bfloat16)
+    Ac = np.repeat(rng.standard_normal((300, 1)), 96, axis=1).astype(np.float32)  # cancelling rows:
+    Bc = np.concatenate([np.ones((48, 40)), -np.ones((48, 40))]).astype(np.float32)  # float64 ulps: refined
+
+    def run():
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = [reference("exp", [x])]
+        out += [reference("matmul", [A, B], resolution="bfloat16"), reference("matmul", [Ac, Bc], resolution="float64"),
+                reference("softmax", [x.reshape(30, 100)], axis=-1)]
+        return [(r.values, r.error_bound) for r in out]
+
+    got = run()
+    monkeypatch.setattr(native_mod, "compiled", lambda: None)
+    monkeypatch.setattr(contraction, "compiled", lambda: None)
+    want = run()
+    for (gv, gb), (wv, wb) in zip(got, want):
+        assert np.array_equal(gv, wv, equal_nan=True) and np.array_equal(gb, wb, equal_nan=True)

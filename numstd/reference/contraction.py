@@ -57,6 +57,7 @@ import numpy as np
 
 from ..formats import get_format
 
+from ..native import compiled
 from .summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
 __all__ = ["matmul", "linear", "dot", "dot_dd", "padded_matmul", "operand", "abs_product", "gamma", "FLAG_FRACTION",
@@ -371,12 +372,19 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
         values += bias
         absdot += np.abs(bias)
         terms += 1
-    bound = gamma(terms) * absdot + terms * _TINY
     if resolution_slack:
         # the caller judges against bounds of at least u(resolution)·|A||B|: refining below
         # 2**-10 of that cannot change a verdict (the bound is added to it either way)
         own = FLAG_FRACTION * get_format(resolution).u
         rel_slack = own if rel_slack is None else np.maximum(rel_slack, own)
+    nat = compiled()
+    if (nat is not None and rel_slack is not None and np.ndim(rel_slack) == 0 and absdot.shape == values.shape
+            and absdot.dtype == np.float64 and absdot.flags.c_contiguous):
+        bound = np.empty(absdot.shape)  # the same operations as below, in C, in one pass
+        if nat.dot_bound(absdot, bound, float(gamma(terms)), terms * _TINY, float(rel_slack)):
+            return values, bound, absdot
+    else:
+        bound = gamma(terms) * absdot + terms * _TINY
     slack = None if rel_slack is None else np.broadcast_to(rel_slack * absdot, values.shape)
     if slack is not None and bool(np.all(bound <= slack)):
         return values, bound, absdot  # below the slack everywhere: nothing to refine (the usual case)
