@@ -23,7 +23,7 @@ from numstd.formats import FORMATS, get_format, round_to
 from numstd.ulp import ulp
 
 NATIVE = compiled() is not None
-needs_native = pytest.mark.skipif(not NATIVE, reason="numstd._native is not built (no C compiler at install time)")
+needs_native = pytest.mark.skipif(not NATIVE, reason="numstd._native is not built (no C compiler at install time) or NUMSTD_NATIVE=0")
 
 
 def test_native_judge_is_built_where_ci_requires_it():
