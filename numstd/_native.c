@@ -294,7 +294,8 @@ static PyObject *spacing(PyObject *self, PyObject *args) {
 }
 
 #ifdef NUMSTD_NUMPY_POOL
-/* A numpy data-memory handler (NEP 49) that keeps freed blocks of 64 KiB or more while at least one
+/* A numpy data-memory handler (NEP 49) that keeps freed blocks of 64 KiB or more (up to a byte budget
+ * set by pool_enter) while at least one
  * pool user is active (pool_enter ... pool_exit) and hands them out again for requests of the same
  * size.  check's chunks allocate the same temporaries chunk after chunk; without the pool glibc
  * returns them to the kernel (munmap, or trimming the heap) and every chunk pays page faults for
@@ -306,9 +307,16 @@ static PyObject *spacing(PyObject *self, PyObject *args) {
 #define POOL_ALIGN 64  /* cache-line aligned data: SIMD loops and BLAS run measurably faster */
 #define POOL_MIN ((size_t)64 << 10)
 #define POOL_SLOTS 64
-#define POOL_MAX_BYTES ((size_t)256 << 20)
 
-static struct { void *data[POOL_SLOTS]; size_t size[POOL_SLOTS]; int n; size_t bytes, peak; long users; } pool;
+static struct {
+    void *data[POOL_SLOTS];
+    size_t size[POOL_SLOTS];
+    int n;
+    size_t bytes, peak;       /* kept for reuse now, and the most since the last reset */
+    size_t held, held_peak;   /* allocated through the handler and not given back: live + kept */
+    size_t max_bytes;         /* keep at most this much (pool_enter) */
+    long users;
+} pool;
 static PyThread_type_lock pool_lock = NULL;
 
 /* A block: malloc'd raw memory, data aligned to POOL_ALIGN, and just below the data the raw pointer
@@ -320,6 +328,10 @@ static void *block_new(size_t size, int zero) {
     char *data = (char *)(((uintptr_t)raw + 2 * sizeof(size_t) + POOL_ALIGN - 1) & ~(uintptr_t)(POOL_ALIGN - 1));
     ((void **)data)[-2] = raw;
     ((size_t *)data)[-1] = size;
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    pool.held += size;
+    if (pool.held > pool.held_peak) pool.held_peak = pool.held;
+    PyThread_release_lock(pool_lock);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (size >= ((size_t)1 << 22)) {  /* as numpy's own allocator does: huge pages for BLAS-sized arrays */
         uintptr_t start = ((uintptr_t)data + 4095) & ~(uintptr_t)4095;
@@ -330,7 +342,12 @@ static void *block_new(size_t size, int zero) {
 }
 
 static inline size_t block_size(void *data) { return ((size_t *)data)[-1]; }
-static inline void block_free(void *data) { free(((void **)data)[-2]); }
+static inline void block_free(void *data) {
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    pool.held -= block_size(data);
+    PyThread_release_lock(pool_lock);
+    free(((void **)data)[-2]);
+}
 
 static void *pool_malloc(void *ctx, size_t size) {
     if (size >= POOL_MIN) {
@@ -371,7 +388,7 @@ static void pool_free(void *ctx, void *ptr, size_t reported) {
     size_t size = block_size(ptr);  /* the real size, not numpy's report */
     if (size >= POOL_MIN) {
         PyThread_acquire_lock(pool_lock, WAIT_LOCK);
-        if (pool.users > 0 && pool.n < POOL_SLOTS && pool.bytes + size <= POOL_MAX_BYTES) {
+        if (pool.users > 0 && pool.n < POOL_SLOTS && pool.bytes + size <= pool.max_bytes) {
             pool.data[pool.n] = ptr;
             pool.size[pool.n++] = size;
             pool.bytes += size;
@@ -388,10 +405,13 @@ static PyDataMem_Handler pool_handler = {
     "numstd_pool", 1, {NULL, pool_malloc, pool_calloc, pool_realloc, pool_free}};
 static PyObject *pool_capsule = NULL;
 
-/* pool_enter() -> the handler that was current (give it to pool_exit) */
+/* pool_enter(max_bytes) -> the handler that was current (give it to pool_exit); the pool keeps at
+ * most max_bytes (the largest any current user asked for) */
 static PyObject *pool_enter(PyObject *self, PyObject *args) {
+    Py_ssize_t max_bytes;
+    if (!PyArg_ParseTuple(args, "n", &max_bytes)) return NULL;
     PyThread_acquire_lock(pool_lock, WAIT_LOCK);
-    pool.users++;
+    if (pool.users++ == 0 || (size_t)max_bytes > pool.max_bytes) pool.max_bytes = max_bytes > 0 ? (size_t)max_bytes : 0;
     PyThread_release_lock(pool_lock);
     return PyDataMem_SetHandler(pool_capsule);
 }
@@ -415,14 +435,16 @@ static PyObject *pool_exit(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* pool_stats(reset=0) -> (blocks kept now, bytes kept now, most bytes kept at once since the last
- * reset); reset=1 then starts a new peak from the bytes kept now */
+/* pool_stats(reset=0) -> (blocks kept now, bytes kept now, most bytes kept at once, bytes held now,
+ * most bytes held at once); "held": allocated through the handler and not given back to the system
+ * (live arrays + kept blocks); peaks since the last reset=1, which restarts them from now */
 static PyObject *pool_stats(PyObject *self, PyObject *args) {
     int reset = 0;
     if (!PyArg_ParseTuple(args, "|p", &reset)) return NULL;
     PyThread_acquire_lock(pool_lock, WAIT_LOCK);
-    PyObject *r = Py_BuildValue("inn", pool.n, (Py_ssize_t)pool.bytes, (Py_ssize_t)pool.peak);
-    if (reset) pool.peak = pool.bytes;
+    PyObject *r = Py_BuildValue("innnn", pool.n, (Py_ssize_t)pool.bytes, (Py_ssize_t)pool.peak,
+                                (Py_ssize_t)pool.held, (Py_ssize_t)pool.held_peak);
+    if (reset) { pool.peak = pool.bytes; pool.held_peak = pool.held; }
     PyThread_release_lock(pool_lock);
     return r;
 }
@@ -521,7 +543,15 @@ static PyObject *dot_bound(PyObject *self, PyObject *args) {
     return PyBool_FromLong(all_le);
 }
 
+/* constants() -> the layout constants this file was compiled with (numstd.native checks them
+ * against the Python modules, so the two paths cannot drift apart silently) */
+static PyObject *constants(PyObject *self, PyObject *args) {
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i}", "BLOCK", BLOCK, "WORST_K", WORST_K, "DISTINCT_BITS",
+                         DISTINCT_BITS, "BINS_PER_OCTAVE", BINS_PER_OCTAVE, "LO_OCT", LO_OCT, "HI_OCT", HI_OCT);
+}
+
 static PyMethodDef methods[] = {
+    {"constants", constants, METH_NOARGS, "The layout constants the module was compiled with."},
     {"judge", judge, METH_VARARGS, "Fused per-element judging of one chunk (see the module source)."},
     {"set_thresholds", set_thresholds, METH_VARARGS, "Set the 15 fraction thresholds of the histogram bins."},
     {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
@@ -529,9 +559,9 @@ static PyMethodDef methods[] = {
     {"finish_bound", finish_bound, METH_VARARGS, "A reference's final bound in one pass (see the module source)."},
     {"dot_bound", dot_bound, METH_VARARGS, "The float64 GEMM bound and its slack test in one pass (see the module source)."},
 #ifdef NUMSTD_NUMPY_POOL
-    {"pool_enter", pool_enter, METH_NOARGS, "Install the block-reusing numpy allocator in this context."},
+    {"pool_enter", pool_enter, METH_VARARGS, "pool_enter(max_bytes): install the block-reusing numpy allocator in this context."},
     {"pool_exit", pool_exit, METH_VARARGS, "Restore the previous allocator; the last user frees the kept blocks."},
-    {"pool_stats", pool_stats, METH_VARARGS, "pool_stats(reset=False) -> (blocks kept, bytes kept, peak bytes kept)."},
+    {"pool_stats", pool_stats, METH_VARARGS, "pool_stats(reset=False) -> (blocks kept, bytes kept, peak kept, bytes held, peak held)."},
 #endif
     {NULL, NULL, 0, NULL},
 };

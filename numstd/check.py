@@ -114,9 +114,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         item = (environment(ref, fmts), ref, act[ch.out_index], ch.out_index)  # (the judge widens the output)
         return chunk_pieces(std, *item) if terms_in_worker else item
 
-    with pool():
-        for item in prefetch(plan(spec.kind, op, arrays, full, shape, chunk_size or default_chunk(spec.kind)),
-                             prepare, background=background):
+    chunk = chunk_size or default_chunk(spec.kind)
+    with pool(max_bytes=8 * 8 * chunk):
+        for item in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background):
             for piece in item if terms_in_worker else chunk_pieces(std, *item):
                 judge.add(**piece)
     res = judge.result()

@@ -31,16 +31,23 @@ def compiled() -> Any:
         from . import _native
     except ImportError:
         return None
-    from .distribution import _THRESHOLDS
+    from . import criteria, distribution
 
-    _native.set_thresholds(list(_THRESHOLDS))
+    expected = {"BLOCK": distribution.BLOCK, "WORST_K": criteria.WORST_K, "DISTINCT_BITS": criteria._DISTINCT_BITS,
+                "BINS_PER_OCTAVE": distribution.BINS_PER_OCTAVE, "LO_OCT": distribution._LO_OCT,
+                "HI_OCT": distribution._HI_OCT}
+    if _native.constants() != expected:
+        raise RuntimeError(f"numstd._native was compiled with {_native.constants()}, numstd expects {expected}: "
+                           "rebuild it (pip install -e .) or set NUMSTD_NATIVE=0")
+    _native.set_thresholds(list(distribution._THRESHOLDS))
     return _native
 
 
 @contextlib.contextmanager
-def pool() -> Iterator[None]:
+def pool(max_bytes: int = 1 << 22) -> Iterator[None]:
     """Inside the block, numpy arrays created in this context keep their memory for reuse when
-    freed (blocks of 64 KiB or more, up to 256 MiB in all); the last block to exit frees it.
+    freed (blocks of 64 KiB or more, at most ``max_bytes`` in all — ``check`` asks for eight
+    float64 arrays of one chunk, a chunk's temporaries); the last block to exit frees it.
 
     A check's chunks allocate the same temporaries again and again; glibc hands large freed blocks
     back to the kernel, so without the pool every chunk pays page faults for fresh memory — up to
@@ -53,7 +60,7 @@ def pool() -> Iterator[None]:
     if nat is None or not hasattr(nat, "pool_enter"):
         yield
         return
-    previous = nat.pool_enter()
+    previous = nat.pool_enter(int(max_bytes))
     try:
         yield
     finally:

@@ -257,8 +257,8 @@ def test_pool_reuses_blocks_inside_and_frees_them_after():
         addr = a.__array_interface__["data"][0]
         keep = np.ones(1 << 18)  # 2 MiB, outlives the block
         del a
-        kept, nbytes, _ = nat.pool_stats()
-        assert kept >= 1 and nbytes >= 1 << 18
+        kept, nbytes, _, held, _ = nat.pool_stats()
+        assert kept >= 1 and nbytes >= 1 << 18 and held >= nbytes + (1 << 21)  # kept + the live `keep`
         b = np.empty(1 << 15)  # the same size: the same block back
         assert b.__array_interface__["data"][0] == addr
         assert b.__array_interface__["data"][0] % 64 == 0
@@ -267,6 +267,10 @@ def test_pool_reuses_blocks_inside_and_frees_them_after():
         assert not c.any()  # calloc'd memory is zero
     assert get_handler_name() == before
     assert nat.pool_stats()[:2] == (0, 0)  # the last user freed what was kept
+    with pool(max_bytes=1 << 17):  # a budget: blocks beyond it are given back at once
+        blocks = [np.empty(1 << 14) for _ in range(4)]  # 4 x 128 KiB
+        del blocks
+        assert nat.pool_stats()[:2] == (1, 1 << 17)
     assert keep.sum() == 1 << 18 and b.sum() == 3.0 * (1 << 15)
     del keep, b, c  # freed by the pool's free, outside the pool: directly
 

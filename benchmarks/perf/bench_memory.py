@@ -88,7 +88,7 @@ def main() -> int:
     run()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    pool_peak = pooled()[2] if pooled else 0
+    pool_peak = pooled()[2] if pooled else 0  # (the most bytes it kept at once; numpy data held: [4])
     traced = max(0, peak - base) + pool_peak
     rss = _rss_extra(run)
     frac = traced / x.nbytes
