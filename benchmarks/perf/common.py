@@ -51,27 +51,14 @@ def median_time(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> tup
     return statistics.median(times), times
 
 
-SETTLE_S = 0.3
-
-
-def interleaved_times(fns: dict[str, Callable[[], Any]], repeats: int = 5,
-                      settle_s: float = SETTLE_S) -> dict[str, list[float]]:
+def interleaved_times(fns: dict[str, Callable[[], Any]], repeats: int = 5) -> dict[str, list[float]]:
     """Wall times of each function over ``repeats`` rounds; every round calls each function once,
-    in order, after one untimed warm-up round.
-
-    Each timed call starts ``settle_s`` seconds after the previous one ends: torch's OpenMP/MKL
-    workers keep spinning for up to ~200 ms after a parallel region, and on two cores a spinning
-    thread takes the core another method's second thread needs (measured once, with a throwaway
-    script: ``check`` of a softmax right after the torch baseline took 0.27–0.32 s instead of
-    0.17–0.19 s, with ~0.1 s more CPU time in the process).  The pause keeps one method's
-    leftovers out of the next one's time, in both directions.
-    """
+    in order, after one untimed warm-up round."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(max(1, repeats)):
         for k, fn in fns.items():
-            time.sleep(settle_s)
             t = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t)
