@@ -100,24 +100,22 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
     cache: dict = {}  # shared operands converted once for all chunks (contractions)
 
-    # With the compiled judge (no GIL) the next chunk's reference is computed on a worker thread
-    # while this one is judged — not for contractions, whose BLAS calls keep every core busy already.
-    # The model's terms go with the slower stage's partner: an elementwise reference is one ufunc
-    # and the judge is the slower stage, so the worker computes the terms too; for row ops (softmax,
-    # norms, scans, reductions) the reference is the slower stage and the terms are computed here
-    # (measured: docs/benchmarks.md).  The chunks' temporaries reuse their memory (native.pool).
+    # With the compiled judge (no GIL) the next chunk's reference and model terms are computed on a
+    # worker thread while this one is judged — not for contractions, whose BLAS calls keep every
+    # core busy already.  (Computing the model's terms here instead, beside the judge, made softmax
+    # faster in most processes, 0.17 s, but 0.27 s in some: the two threads then contend for the
+    # GIL; all numpy work on the worker is a steady 0.19–0.21 s — docs/benchmarks.md.)  The chunks'
+    # temporaries reuse their memory (native.pool).
     background = judge.native and spec.kind not in ("contraction", "attention")
-    terms_in_worker = spec.kind == "elementwise"
 
-    def prepare(ch: Any) -> Any:
+    def prepare(ch: Any) -> list:
         ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
-        item = (environment(ref, fmts), ref, act[ch.out_index], ch.out_index)  # (the judge widens the output)
-        return chunk_pieces(std, *item) if terms_in_worker else item
+        return chunk_pieces(std, environment(ref, fmts), ref, act[ch.out_index], ch.out_index)  # (judge widens)
 
     chunk = chunk_size or default_chunk(spec.kind)
     with pool(max_bytes=8 * 8 * chunk):
-        for item in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background):
-            for piece in item if terms_in_worker else chunk_pieces(std, *item):
+        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background):
+            for piece in pieces:
                 judge.add(**piece)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
