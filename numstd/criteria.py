@@ -240,9 +240,9 @@ class Judge:
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0) -> None:
-        """Judge one chunk: ``actual`` (float64 values of the output), ``ref`` (float64 exact values),
-        ``bound`` (B_i, broadcastable), ``chunk_index`` (the output index of the chunk), ``ulp``
-        (``ulp(ref)`` in the output format when the caller has it).  The elements that enter the
+        """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
+        ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
+        index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it).  The elements that enter the
         bias statistic are those with a normal reference and, when ``pre_rounding`` (``E_i``,
         broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`)."""
         from .ulp import ulp as ulp_of
