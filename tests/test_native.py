@@ -361,3 +361,23 @@ def test_compiled_reference_bounds_match_the_numpy_path(monkeypatch):
     want = run()
     for (gv, gb), (wv, wb) in zip(got, want):
         assert np.array_equal(gv, wv, equal_nan=True) and np.array_equal(gb, wb, equal_nan=True)
+
+
+def test_checks_in_threads_with_prefetch_and_pool_give_the_serial_verdicts():
+    # many chunks per check (so the prefetch thread and the allocator pool run), 8 checks at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    base = (e / e.sum(-1, keepdims=True)).astype(np.float32)
+    outs = [base.copy() for _ in range(6)]
+    for k, o in enumerate(outs):
+        o.reshape(-1)[k::37] = np.nextafter(o.reshape(-1)[k::37], np.float32(1))
+    serial = [numstd.check(o, op="softmax", inputs=[x], axis=-1).to_json() for o in outs]
+    with ThreadPoolExecutor(8) as threads:
+        parallel = list(threads.map(lambda o: numstd.check(o, op="softmax", inputs=[x], axis=-1, chunk_size=600).to_json(),
+                                    outs * 3))
+    assert parallel == serial * 3
+    if NATIVE and hasattr(compiled(), "pool_stats"):
+        assert compiled().pool_stats()[:2] == (0, 0)
