@@ -275,7 +275,8 @@ class Judge:
         both = np.isfinite(a) & (ar < _overflow_threshold(self.fmt))  # NaN references: False
         idx = None
         if not both.all():
-            self._specials(a, r, np.flatnonzero(~both))
+            off = np.flatnonzero(~both)
+            self._specials(a[off], r[off])
             idx = np.flatnonzero(both)
             a, r, ar, b, u = a[idx], r[idx], ar[idx], b[idx], u[idx]
             if pre is not None and pre.size > 1:
@@ -321,8 +322,8 @@ class Judge:
         d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
         d._signed.extend(ws["sblk"].reshape(2, cap)[:, :nsb])
         if nskip:
-            pos = ws["skip"][:nskip].copy()
-            self._specials(a[pos].astype(np.float64), r[pos], np.arange(nskip))
+            pos = ws["skip"][:nskip]
+            self._specials(a[pos].astype(np.float64), r[pos])
         if not compared:
             return
         d.count += compared
@@ -349,10 +350,10 @@ class Judge:
                         "skip": np.empty(n, dtype=np.int64), "top": np.empty(WORST_K, dtype=np.int64)}
         return self._ws
 
-    def _specials(self, a: np.ndarray, r: np.ndarray, pos: np.ndarray) -> None:
-        """Account for the elements at ``pos`` whose output or rounded reference is not finite."""
-        self.nonfinite += pos.size
-        av, ev = a[pos], rounded_specials(r[pos], self.fmt)
+    def _specials(self, av: np.ndarray, r: np.ndarray) -> None:
+        """Account for elements whose output ``av`` (float64) or rounded reference is not finite."""
+        self.nonfinite += av.size
+        ev = rounded_specials(r, self.fmt)
         same = (np.isnan(av) & np.isnan(ev)) | (av == ev)
         self.special += int((~same).sum())
         self.nan_finite += int((np.isnan(av) & np.isfinite(ev)).sum())
