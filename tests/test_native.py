@@ -33,24 +33,29 @@ def test_native_judge_is_built_where_ci_requires_it():
         assert NATIVE
 
 
-def _chunks(fmt_name: str, seed: int, n: int = 5000):
-    """(actual, ref, bound, pre, ulp) chunks with every special case, in C order."""
+def _chunks(fmt_name: str, seed: int, n: int = 5000, rate: float = 1.0):
+    """(actual, ref, bound, pre, ulp) chunks with every special case, in C order.
+
+    ``rate`` scales how often outputs and references are non-finite or out of range (elements the
+    judge skips) and references are zero or subnormal (outside the bias sample): at 1 nearly every
+    group of 256 elements of the compiled judge has one (its element-by-element path), at 0 none
+    does (its stream-by-stream path); zero and NaN bounds (compared elements) stay at 1%."""
     f = get_format(fmt_name)
     rng = np.random.default_rng(seed)
     r = rng.standard_normal(n) * np.exp2(rng.integers(-8, 8, n))
-    r[rng.random(n) < 0.02] = 0.0
-    sub = rng.random(n) < 0.02
+    r[rng.random(n) < 0.02 * rate] = 0.0
+    sub = rng.random(n) < 0.02 * rate
     r[sub] = f.smallest_normal * rng.random(sub.sum())  # subnormal references: outside the bias sample
     rounded = np.asarray(round_to(r, f), dtype=np.float64)
     u = np.asarray(ulp(r, f), dtype=np.float64)
     a = rounded + u * rng.integers(-3, 4, n)  # errors of a few ULPs (ties in |error|/bound)
-    a[rng.random(n) < 0.01] = np.nan
-    a[rng.random(n) < 0.01] = np.inf
-    a[rng.random(n) < 0.01] = -np.inf
-    big = rng.random(n) < 0.01
+    a[rng.random(n) < 0.01 * rate] = np.nan
+    a[rng.random(n) < 0.01 * rate] = np.inf
+    a[rng.random(n) < 0.01 * rate] = -np.inf
+    big = rng.random(n) < 0.01 * rate
     r[big] = f.max_finite * rng.choice([1.0, 1.02, 1.5, 8.0], big.sum()) * rng.choice([-1, 1], big.sum())
-    r[rng.random(n) < 0.005] = np.nan
-    r[rng.random(n) < 0.005] = np.inf
+    r[rng.random(n) < 0.005 * rate] = np.nan
+    r[rng.random(n) < 0.005 * rate] = np.inf
     a[rng.random(n) < 0.01] = -0.0
     u = np.asarray(ulp(np.where(np.isfinite(r), r, 1.0), f), dtype=np.float64)
     b = np.abs(r) * 2.0 ** -(f.p - 1) + u * 0.25
@@ -95,6 +100,21 @@ def test_native_and_numpy_judges_agree_bit_for_bit(fmt_name, seed, scalar):
     want = _run(False, chunks, fmt_name, 5000, seed == 1, scalar, stored=True)
     got = _run(True, chunks, fmt_name, 5000, seed == 1, scalar, stored=True)
     assert got == want
+
+
+@needs_native
+@pytest.mark.parametrize("fmt_name", ["float32", "bfloat16", "float16", "float8_e4m3fn"])
+@pytest.mark.parametrize("rate", [0.0, 0.002])
+@pytest.mark.parametrize("seed", [3, 4])
+def test_native_and_numpy_agree_on_mostly_finite_chunks(fmt_name, rate, seed):
+    # the compiled judge's stream-by-stream path (groups of 256 without a skipped element), with
+    # element-by-element groups here and there (rate 0.002), chunk boundaries inside groups, ties
+    # in |error|/bound, zero and NaN bounds, and bias samples that take all or part of a group
+    chunks = list(_chunks(fmt_name, seed, n=20000, rate=rate))
+    for scalar in (False, True):
+        for stored in (False, True):
+            want = _run(False, chunks, fmt_name, 20000, False, scalar, stored)
+            assert _run(True, chunks, fmt_name, 20000, False, scalar, stored) == want
 
 
 @needs_native
