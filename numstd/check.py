@@ -100,21 +100,25 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
     cache: dict = {}  # shared operands converted once for all chunks (contractions)
 
-    # With the compiled judge (no GIL) the next chunk's reference and model terms are computed on a
-    # worker thread while this one is judged — not for contractions, whose BLAS calls keep every
-    # core busy already.  (Computing the model's terms here instead, beside the judge, made softmax
-    # faster in most processes, 0.17 s, but 0.27 s in some: the two threads then contend for the
-    # GIL; all numpy work on the worker is a steady 0.19–0.21 s — docs/benchmarks.md.)  The chunks'
-    # temporaries reuse their memory (native.pool).
+    # With the compiled judge (no GIL) the next chunk's reference is computed on a worker thread
+    # while this one is judged — not for contractions, whose BLAS calls keep every core busy
+    # already.  The model's terms go to whichever side balances the two threads (prefetch's
+    # ``finish``, from measured CPU times: the worker for exp, beside the judge for softmax).  The
+    # chunks' temporaries reuse their memory (native.pool).
     background = judge.native and spec.kind not in ("contraction", "attention")
 
-    def prepare(ch: Any) -> list:
+    def prepare(ch: Any) -> tuple:
         ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
-        return chunk_pieces(std, environment(ref, fmts), ref, act[ch.out_index], ch.out_index)  # (judge widens)
+        return ch, ref, environment(ref, fmts)
+
+    def pieces_of(prepared: tuple) -> list:  # the model's terms: on the worker, or beside the judge
+        ch, ref, env = prepared
+        return chunk_pieces(std, env, ref, act[ch.out_index], ch.out_index)  # (the judge widens the output)
 
     chunk = chunk_size or default_chunk(spec.kind)
     with pool(max_bytes=8 * 8 * chunk):
-        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background):
+        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
+                               finish=pieces_of):
             for piece in pieces:
                 judge.add(**piece)
     res = judge.result()

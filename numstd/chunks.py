@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -176,35 +177,88 @@ def _row_offset(op: str, out_shape: tuple, rows_axis: int, prefix: tuple, j: int
 
 
 def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bool = True,
-             workers: int = 1) -> Iterator[Any]:
-    """``prepare(item)`` for each item, in order; with ``background``, up to ``workers`` items ahead
-    are prepared on worker threads while the caller consumes the current one.
+             workers: int = 1, finish: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+    """``finish(prepare(item))`` for each item, in order; with ``background``, up to ``workers`` items
+    ahead are prepared on worker threads while the caller consumes the current one.
 
     ``check`` prepares chunks (reference, model terms: numpy, whose loops release the GIL) while it
     judges earlier ones in the compiled judge, which releases the GIL too, so all cores stay busy
     whichever stage is the slower one for the op.  Results come back in order and each is computed
     exactly as in the serial loop, so the verdict is the same; each runs in a copy of the caller's
     context (numpy's error state and allocator are context variables).  A single item is prepared
-    inline (no thread).  An exception in ``prepare`` is raised here, at the item that caused it.
+    inline (no thread).  An exception in ``prepare`` or ``finish`` is raised here, at the item that
+    caused it.
+
+    ``finish`` (default: none) is a second stage that may run on either side: on the worker after
+    ``prepare``, or here before the item is handed to the caller.  Each item's stages are timed in
+    thread CPU time (``time.thread_time``: what each stage costs, not how long it waited for a
+    core), and items are submitted with ``finish`` on the side that minimises the slower of the two
+    threads' totals per item, ``max(prepare + finish, consumer)`` against
+    ``max(prepare, finish + consumer)``, from the means so far: for ``exp`` the compiled judge is the
+    slower stage and the model's terms stay on the worker; for ``softmax`` the reference is, and they
+    move beside the judge.  Where a stage runs never changes what it computes.
     """
+    finish = finish or _same
     it = iter(items)
     head = list(itertools.islice(it, 2))
     if not background or len(head) < 2:
         for item in itertools.chain(head, it):
-            yield prepare(item)
+            yield finish(prepare(item))
         return
     import contextvars
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
+    cost = _StageCosts()
+
+    def work(x: Any, finish_here: bool) -> tuple:
+        t0 = time.thread_time()
+        r = prepare(x)
+        t1 = time.thread_time()
+        if finish_here:
+            r = finish(r)
+        return r, finish_here, t1 - t0, time.thread_time() - t1
+
     with ThreadPoolExecutor(workers, thread_name_prefix="numstd-prefetch") as threads:
         def submit(x: Any) -> Any:
-            return threads.submit(contextvars.copy_context().run, prepare, x)
+            return threads.submit(contextvars.copy_context().run, work, x, not cost.finish_beside_consumer())
 
         pending = deque(submit(x) for x in head)
+
+        def take() -> Iterator[Any]:
+            r, finished, t_prep, t_fin = pending.popleft().result()
+            if not finished:
+                t0 = time.thread_time()
+                r = finish(r)
+                t_fin = time.thread_time() - t0
+            t0 = time.thread_time()
+            yield r
+            cost.add(t_prep, t_fin, time.thread_time() - t0)
+
         for item in it:
             if len(pending) > workers:
-                yield pending.popleft().result()
+                yield from take()
             pending.append(submit(item))
         while pending:
-            yield pending.popleft().result()
+            yield from take()
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+class _StageCosts:
+    """Totals of the per-item CPU seconds of :func:`prefetch`'s stages."""
+
+    def __init__(self) -> None:
+        self.n, self.prepare, self.finish, self.consume = 0, 0.0, 0.0, 0.0
+
+    def add(self, prepare: float, finish: float, consume: float) -> None:
+        self.n += 1
+        self.prepare += prepare
+        self.finish += finish
+        self.consume += consume
+
+    def finish_beside_consumer(self) -> bool:
+        p, f, c = self.prepare, self.finish, self.consume  # (totals: the comparison of the means)
+        return self.n > 0 and max(p, f + c) < max(p + f, c)

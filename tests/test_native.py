@@ -261,6 +261,62 @@ def test_prefetch_keeps_order_and_raises_at_the_failing_item():
     assert list(prefetch(range(5), prep, background=False)) == [i * i for i in range(5)]
 
 
+def _spin(seconds: float) -> None:
+    """Burn ``seconds`` of this thread's CPU time (what prefetch measures)."""
+    import time
+
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.mark.parametrize("slow", ["prepare", "consumer"])
+def test_prefetch_finish_runs_where_it_balances_the_threads(slow):
+    # finish moves beside the consumer when prepare is the slower stage and stays on the worker
+    # when the consumer is; results are finish(prepare(i)) in order either way
+    import threading
+
+    from numstd.chunks import prefetch
+
+    main = threading.get_ident()
+    where = []
+
+    def prep(i):
+        _spin(0.004 if slow == "prepare" else 0.0005)
+        return i
+
+    def fin(i):
+        where.append(threading.get_ident() == main)
+        _spin(0.001)
+        return -i
+
+    got = []
+    for v in prefetch(range(12), prep, finish=fin):
+        got.append(v)
+        _spin(0.0005 if slow == "prepare" else 0.004)  # the consumer
+    assert got == [-i for i in range(12)]
+    assert where[:2] == [False, False]  # nothing measured yet: on the worker
+    assert all(where[4:]) if slow == "prepare" else not any(where)
+
+
+def test_prefetch_finish_errors_surface_at_their_item_on_either_side():
+    from numstd.chunks import prefetch
+
+    def fin(i):
+        if i == 5:
+            raise ValueError("bad finish 5")
+        return i
+
+    for slow_prepare in (False, True):
+        got = []
+        with pytest.raises(ValueError, match="bad finish 5"):
+            for v in prefetch(range(9), lambda i: (_spin(0.003 * slow_prepare), i)[1], finish=fin):
+                got.append(v)
+                _spin(0.003 * (not slow_prepare))
+        assert got == [0, 1, 2, 3, 4]
+    assert list(prefetch(range(4), lambda i: i, background=False, finish=lambda i: i + 1)) == [1, 2, 3, 4]
+
+
 @needs_native
 def test_pool_reuses_blocks_inside_and_frees_them_after():
     from numpy._core.multiarray import get_handler_name

@@ -73,7 +73,7 @@ def _serial() -> Iterator[None]:
     ck = sys.modules.get("numstd.check")
     orig = getattr(ck, "prefetch", None)
     if orig is not None:
-        ck.prefetch = lambda items, prepare, background=True: orig(items, prepare, background=False)
+        ck.prefetch = lambda items, prepare, background=True, **kw: orig(items, prepare, background=False, **kw)
     try:
         yield
     finally:
