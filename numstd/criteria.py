@@ -61,15 +61,18 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     The one place where a standard's model meets the judge (``check`` and ``calibrate`` both use
     it): ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and ``E_i`` (the pre-rounding error)
     with ``κ`` for the bias sample ``E_i ≤ κ·ulp(r_i)``.  A chunk larger than
-    :data:`numstd.chunks.DEFAULT_CHUNK` elements (contractions compute their references in larger
-    chunks, for the BLAS) is cut into pieces of rows of about that size, which keeps the
-    per-element arrays in cache; pieces come in C order, so totals are unchanged.
+    :data:`numstd.chunks.CONTRACTION_CHUNK` elements (callers may ask for larger chunks) is cut into
+    pieces of rows of about that size, which bounds the model's temporaries; pieces come in C order,
+    so totals are unchanged.  (Pieces of ``DEFAULT_CHUNK`` kept the temporaries in cache, but the
+    eight calls per contraction chunk cost more than that saved: a 2048³ bf16 matmul check took
+    0.203–0.215 s in whole chunks vs 0.212–0.218 s in pieces, medians of 7 in 3 alternating
+    processes each†, docs/benchmarks.md.)
     """
-    from .chunks import DEFAULT_CHUNK
+    from .chunks import CONTRACTION_CHUNK
 
     shape = np.shape(ref.values)
     rows = shape[0] if shape else 1
-    step = max(1, DEFAULT_CHUNK // max(1, math.prod(shape[1:])))
+    step = max(1, CONTRACTION_CHUNK // max(1, math.prod(shape[1:])))
     if rows <= step:
         return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index)]
     p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output

@@ -146,9 +146,13 @@ def test_verdict_identical_for_any_chunk_size():
     ("attention", [(2, 260, 16), (2, 150, 16), (2, 150, 130)], {}),
     ("linear", [(4, 100, 64), (200, 64), (200,)], {}),
 ])
-def test_large_chunks_judged_in_pieces_give_the_same_verdict(op, shapes, params):
-    # chunks above 2^16 elements are judged in pieces of rows (criteria.judge_chunk); per-row model
-    # terms (softmax, layer_norm) and broadcast ones must be cut consistently
+def test_large_chunks_judged_in_pieces_give_the_same_verdict(op, shapes, params, monkeypatch):
+    # chunks above CONTRACTION_CHUNK elements are judged in pieces of rows (criteria.chunk_pieces);
+    # per-row model terms (softmax, layer_norm) and broadcast ones must be cut consistently.  The
+    # piece size is lowered to 2^14 so that these outputs (> 2^16 elements) are cut into pieces.
+    import numstd.chunks
+
+    monkeypatch.setattr(numstd.chunks, "CONTRACTION_CHUNK", 1 << 14)
     g = np.random.default_rng(3)
     inputs = [round_to(g.standard_normal(s), "bfloat16") for s in shapes]
     r = reference(op, inputs, **params).values
