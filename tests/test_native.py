@@ -291,12 +291,13 @@ def test_prefetch_finish_runs_where_it_balances_the_threads(slow):
         return -i
 
     got = []
-    for v in prefetch(range(12), prep, finish=fin):
+    for v in prefetch(range(16), prep, finish=fin):
         got.append(v)
         _spin(0.0005 if slow == "prepare" else 0.004)  # the consumer
-    assert got == [-i for i in range(12)]
-    assert where[:2] == [False, False]  # nothing measured yet: on the worker
-    assert all(where[4:]) if slow == "prepare" else not any(where)
+    assert got == [-i for i in range(16)]
+    # nothing decided before 2 warm-up and 3 measured items: on the worker
+    assert not any(where[:5])
+    assert all(where[8:]) if slow == "prepare" else not any(where)
 
 
 def test_prefetch_finish_errors_surface_at_their_item_on_either_side():
