@@ -179,8 +179,15 @@ typedef struct {
 #ifndef MULTIVERSION
 #define MULTIVERSION
 #endif
+#if defined(_MSC_VER)  /* MSVC's C: no __attribute__, restrict spelled __restrict */
+#define NS_RESTRICT __restrict
+#define NS_ALIGNED(n) __declspec(align(n))
+#else
+#define NS_RESTRICT restrict
+#define NS_ALIGNED(n) __attribute__((aligned(n)))
+#endif
 
-static inline void push_top(judge_state *restrict S, double norm, Py_ssize_t i) {
+static inline void push_top(judge_state *NS_RESTRICT S, double norm, Py_ssize_t i) {
     /* the WORST_K largest norms, sorted descending; ties keep the earlier position */
     if (S->ntop < WORST_K || norm > S->topv[S->ntop - 1]) {
         Py_ssize_t j = S->ntop < WORST_K ? S->ntop++ : WORST_K - 1;
@@ -190,7 +197,7 @@ static inline void push_top(judge_state *restrict S, double norm, Py_ssize_t i) 
 }
 
 /* append c values to a stream buffer of BLOCK values, summing each full block by the halving tree */
-static inline void put_abs(judge_state *restrict S, const double *x, int c) {
+static inline void put_abs(judge_state *NS_RESTRICT S, const double *x, int c) {
     while (c > 0) {
         int k = BLOCK - (int)S->afill < c ? BLOCK - (int)S->afill : c;
         memcpy(S->abuf + S->afill, x, 8 * (size_t)k);
@@ -199,7 +206,7 @@ static inline void put_abs(judge_state *restrict S, const double *x, int c) {
     }
 }
 
-static inline void put_signed(judge_state *restrict S, const double *s, const double *s2, int c) {
+static inline void put_signed(judge_state *NS_RESTRICT S, const double *s, const double *s2, int c) {
     while (c > 0) {
         int k = BLOCK - (int)S->sfill < c ? BLOCK - (int)S->sfill : c;
         memcpy(S->sbuf + S->sfill, s, 8 * (size_t)k);
@@ -215,13 +222,11 @@ static inline void put_signed(judge_state *restrict S, const double *s, const do
 static inline void mark_seen(uint8_t *seen, uint32_t h) { seen[h >> 3] |= (uint8_t)(1u << (h & 7)); }
 
 MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
-    judge_state state = *out, *restrict S = &state;  /* a local copy: the stores into the buffers cannot alias it */
-#define ALIGNED __attribute__((aligned(64)))
-    double av[GROUP] ALIGNED, bone[GROUP] ALIGNED, uone[GROUP] ALIGNED, eone[GROUP] ALIGNED;
-    double nrm[GROUP] ALIGNED, aes[GROUP] ALIGNED, sv[GROUP] ALIGNED, sv2[GROUP] ALIGNED;
-    uint32_t hs[GROUP] ALIGNED;
-    uint8_t fl[GROUP] ALIGNED;
-#undef ALIGNED
+    judge_state state = *out, *NS_RESTRICT S = &state;  /* a local copy: the stores into the buffers cannot alias it */
+    NS_ALIGNED(64) double av[GROUP], bone[GROUP], uone[GROUP], eone[GROUP];
+    NS_ALIGNED(64) double nrm[GROUP], aes[GROUP], sv[GROUP], sv2[GROUP];
+    NS_ALIGNED(64) uint32_t hs[GROUP];
+    NS_ALIGNED(64) uint8_t fl[GROUP];
     const double kappa = S->kappa, sn = S->smallest_normal, ovf = S->overflow;
     const int have_e = S->e != NULL;
     const unsigned spill = S->may_spill ? 1u : 0u;
