@@ -170,7 +170,7 @@ typedef struct {
 
 /* The judge is compiled twice where the toolchain supports function multiversioning (x86-64 with
  * glibc's ifunc): for AVX2 and for the baseline, chosen at load.  Pass 1 runs 4 doubles wide with
- * AVX2 (no FMA contraction: -ffp-contract=off), ~1.3x faster overall. */
+ * AVX2 (no FMA contraction: -ffp-contract=off): the judge is 1.2-1.3x faster (docs/benchmarks.md). */
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define MULTIVERSION __attribute__((target_clones("avx2", "default")))

@@ -193,10 +193,10 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
     ``prepare``, or here before the item is handed to the caller.  Each item's stages are timed in
     thread CPU time (``time.thread_time``: what each stage costs, not how long it waited for a
     core), and items are submitted with ``finish`` on the side that minimises the slower of the two
-    threads' totals per item, ``max(prepare + finish, consumer)`` against
-    ``max(prepare, finish + consumer)``, from the means so far (:class:`_StageCosts`): for ``exp`` the compiled judge is the
-    slower stage and the model's terms stay on the worker; for ``softmax`` the reference is, and they
-    move beside the judge.  Where a stage runs never changes what it computes.
+    threads' totals per item, ``max(prepare + finish, consumer)`` against ``max(prepare, finish +
+    consumer)``, from the means so far (:class:`_StageCosts`): for ``exp`` the compiled judge is the
+    slower stage and the model's terms stay on the worker; for ``softmax`` the reference is, and
+    they move beside the judge.  Where a stage runs never changes what it computes.
     """
     finish = finish or _same
     it = iter(items)
