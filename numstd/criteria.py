@@ -257,7 +257,9 @@ class Judge:
         else:
             a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
         r = _flat(ref, shape)
-        u = _flat(ulp_of(r, self.fmt) if ulp is None else ulp, shape, scalar=True)
+        native = self._native is not None
+        # (the compiled judge computes ulp(r) itself from r's exponent bits: reading it costs more)
+        u = None if native else _flat(ulp_of(r, self.fmt) if ulp is None else ulp, shape, scalar=True)
         self.n += a.size
         if a.size == 0:
             return
@@ -266,8 +268,8 @@ class Judge:
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
         b = _flat(bound, shape, scalar=True)
         pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
-        if self._native is not None:
-            self._add_native(a, r, b, u, pre, bias_kappa, chunk_index, shape)
+        if native:
+            self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape)
         else:
             self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
 
@@ -312,14 +314,18 @@ class Judge:
             self._push_worst(top if idx is None else idx[top], norm[top], a[top], r[top], e_ulp[top], b[top],
                              chunk_index, shape)
 
-    def _add_native(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
+    def _add_native(self, a, r, b, pre, kappa, chunk_index, shape) -> None:
+        from .ulp import _spacing_params, ulp as ulp_of
+
         n = a.size
         ws = self._workspace(n)
         d = self.dist
+        f = self.fmt
+        view, kind = _NATIVE_KINDS[a.dtype.name][1], _NATIVE_KINDS[a.dtype.name][0]
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
-            a.view(_NATIVE_KINDS[a.dtype.name][1]), _NATIVE_KINDS[a.dtype.name][0], r, b, u, pre, float(kappa), float(self.fmt.smallest_normal), _overflow_threshold(self.fmt),
+            a.view(view), kind, r, b, None, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
             self._may_spill, self._seen_bits, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
-            ws["ablk"], ws["sblk"], ws["skip"], ws["top"])
+            ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f))
         cap = ws["ablk"].size
         d._abs.fill, d._signed.fill = afill, sfill
         d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
@@ -338,7 +344,7 @@ class Judge:
         if len(self._worst) < WORST_K or norm_max > self._worst[0][0]:
             pos = ws["top"][:ntop].copy()
             bt = b[pos] if b.size > 1 else np.broadcast_to(b, ntop)
-            ut = u[pos] if u.size > 1 else np.broadcast_to(u, ntop)
+            ut = np.asarray(ulp_of(r[pos], f), dtype=np.float64)
             at = a[pos].astype(np.float64)
             norm, e_ulp = _measure(at, r[pos], bt, ut, self._may_spill)
             self._push_worst(pos, norm, at, r[pos], e_ulp, bt, chunk_index, shape)

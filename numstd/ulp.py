@@ -70,6 +70,12 @@ _EXPONENT_BITS = np.uint64(0x7FF0000000000000)
 _WHOLE = 1 << 20  # float64 arrays up to this size are done in one vectorized pass (no nditer)
 
 
+def _spacing_params(f: Format) -> tuple[float, float]:
+    """``(2**(1 - p), 2**(emin - p + 1))`` of format ``f``: ``ulp(r) = max(2**floor(log2|r|) *
+    first, second)`` (:func:`_spacing`; the compiled judge computes it the same way)."""
+    return 2.0 ** (1 - f.p), 2.0 ** (f.emin - f.p + 1)
+
+
 def _spacing(r: np.ndarray, f: Format) -> np.ndarray:
     """``ulp(r)`` of float64 ``r`` from its exponent bits (exact; NaN for non-finite ``r``).
 
@@ -83,11 +89,12 @@ def _spacing(r: np.ndarray, f: Format) -> np.ndarray:
     nat = compiled()
     if nat is not None and r.dtype == np.float64 and r.flags.c_contiguous:
         out = np.empty(r.shape)
-        nat.spacing(r, out, 2.0 ** (1 - f.p), 2.0 ** (f.emin - f.p + 1))  # the same operations, in C
+        nat.spacing(r, out, *_spacing_params(f))  # the same operations, in C
         return out
+    scale, floor = _spacing_params(f)
     out = np.bitwise_and(r.view(np.uint64), _EXPONENT_BITS, out=np.empty(r.shape, np.uint64)).view(np.float64)
-    out *= 2.0 ** (1 - f.p)
-    np.maximum(out, 2.0 ** (f.emin - f.p + 1), out=out)
+    out *= scale
+    np.maximum(out, floor, out=out)
     np.copyto(out, np.nan, where=np.isinf(out))
     return out
 

@@ -146,7 +146,7 @@ class ErrorModel:
         """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``
         (``pre``: ``E_i`` when the caller has it already)."""
         from ..native import compiled
-        from ..ulp import ulp
+        from ..ulp import _spacing_params, ulp
 
         e = self.pre_rounding(env) if pre is None else pre
         absref = np.asarray(env["absref"])
@@ -154,8 +154,7 @@ class ErrorModel:
         if nat is not None and _one_pass(absref, e, ref_error):  # the same operations, in C
             out = np.empty(absref.shape)
             nat.model_bound(np.asarray(e, dtype=np.float64), absref, np.asarray(ref_error, dtype=np.float64), out,
-                            self.rho, self.ftz, out_fmt.smallest_normal, 2.0 ** (1 - out_fmt.p),
-                            2.0 ** (out_fmt.emin - out_fmt.p + 1))
+                            self.rho, self.ftz, out_fmt.smallest_normal, *_spacing_params(out_fmt))
             return out
         b = e + self.rho * ulp(absref + e, out_fmt)
         if self.ftz:
