@@ -69,8 +69,10 @@ def exp_rows(x: np.ndarray, with_lse: bool = True) -> Rows:
     zh = zh[..., None]
     y = e / zh
     live = e > 0
+    everywhere = bool(live.all())  # (the usual case: the masks below change nothing and are skipped)
     dev = np.abs(d)
-    devmean = np.sum(np.where(live, y * dev, 0.0), axis=-1, keepdims=True)
+    yd = y * dev
+    devmean = np.sum(yd if everywhere else np.where(live, yd, 0.0), axis=-1, keepdims=True)
     lse = np.full(zh.shape, np.nan)
     if with_lse:  # log(Z) = log1p(Z - 1), Z - 1 = the sum without the first maximum's exact 1
         first = np.argmax(x, axis=-1)[..., None]
@@ -78,7 +80,11 @@ def exp_rows(x: np.ndarray, with_lse: bool = True) -> Rows:
         np.put_along_axis(rest, first, 0.0, axis=-1)
         th, _, _ = halving_sum(rest)
         lse = np.log1p(th)[..., None]
-    rel = (2 * C_EXP + 3) * U + U * np.where(live, dev, 0.0) + U * devmean + gamma
+    # rel = (2 C_EXP + 3) u + u |d_j| [live] + u devmean + gamma, summed in that order (in place)
+    rel = np.multiply(U, dev if everywhere else np.where(live, dev, 0.0))
+    rel += (2 * C_EXP + 3) * U
+    rel += U * devmean
+    rel += gamma
     return Rows(d, e, y, zh, lse, devmean, depth, gamma, rel)
 
 
@@ -115,7 +121,11 @@ def _move(fn):  # run a last-axis implementation on params["axis"]
 def softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``softmax(x, axis)``; see the module docstring for the bound."""
     r = exp_rows(x, with_lse=False)
-    bound = np.where(r.y > 0, r.y * r.rel, 0.0) + (x.shape[-1] + 2) * _TINY
+    bound = r.y * r.rel
+    positive = r.y > 0
+    if not positive.all():
+        bound = np.where(positive, bound, 0.0)
+    bound += (x.shape[-1] + 2) * _TINY
     return r.y, bound, _aux(r, x)
 
 
