@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .distribution import DistributionAccumulator, UlpDistribution
@@ -120,6 +121,8 @@ def _flat(x: Any, shape: tuple, scalar: bool = False) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if scalar and x.size == 1:
         return x.reshape(1)
+    if x.shape == shape and x.flags.c_contiguous:  # (the usual case: no broadcast, no copy)
+        return x.reshape(-1)
     return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
 
 
@@ -140,7 +143,9 @@ def _measure(a: np.ndarray, r: np.ndarray, b: np.ndarray, u: np.ndarray, may_spi
 
 
 #: output dtypes the compiled judge reads as they are: name -> (its code, the view it is passed as)
-_NATIVE_KINDS = {"float64": (0, np.float64), "float32": (1, np.float32), "bfloat16": (2, np.uint16)}
+#: output dtypes the compiled judge reads as stored: (its kind code, the dtype it views them as)
+_NATIVE_KINDS = {np.dtype(np.float64): (0, np.float64), np.dtype(np.float32): (1, np.float32),
+                 np.dtype(ml_dtypes.bfloat16): (2, np.uint16)}
 
 _THRESHOLD_CACHE: dict = {}
 
@@ -252,7 +257,7 @@ class Judge:
 
         shape = np.shape(actual)
         raw = np.asarray(actual)
-        if self._native is not None and raw.dtype.name in _NATIVE_KINDS and not self.signed_zero:
+        if self._native is not None and raw.dtype in _NATIVE_KINDS and not self.signed_zero:
             a = np.ascontiguousarray(raw).reshape(-1)  # widened exactly inside the compiled loop
         else:
             a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
@@ -321,7 +326,7 @@ class Judge:
         ws = self._workspace(n)
         d = self.dist
         f = self.fmt
-        view, kind = _NATIVE_KINDS[a.dtype.name][1], _NATIVE_KINDS[a.dtype.name][0]
+        kind, view = _NATIVE_KINDS[a.dtype]
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
             a.view(view), kind, r, b, None, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
             self._may_spill, self._seen_bits, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,

@@ -143,6 +143,17 @@ def test_native_and_numpy_agree_over_the_whole_histogram_range(fmt_name):
 
 
 @needs_native
+def test_outputs_in_non_native_byte_order_are_judged_by_value():
+    # the compiled judge reads float64/float32/bfloat16 outputs as stored: a big-endian array must
+    # not be reinterpreted as little-endian bytes (it takes the widening path instead)
+    chunks = list(_chunks("float32", 0, n=3000, rate=0.0))
+    want = _run(True, chunks, "float32", 3000, False, False, stored=True)
+    swapped = [(a.astype(np.float32).astype(">f4"), *rest) for a, *rest in chunks]
+    assert _run(True, swapped, "float32", 3000, False, False) == want
+    assert _run(False, swapped, "float32", 3000, False, False) == want
+
+
+@needs_native
 def test_native_and_numpy_agree_on_float64_spills():
     # |a - r| / ulp(r) beyond float64 for the float64 format: the (a/u - r/u) fallback, finite for
     # the pair of opposite huge values, infinite where even a/u overflows (a subnormal reference)
