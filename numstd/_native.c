@@ -23,7 +23,8 @@
  *     (numstd.criteria._overflow_threshold); Python handles skipped elements (specials);
  *   - norm = |a - r| / b (0/0 -> 0, x/NaN -> inf); count norm > 1, keep the maximum and the
  *     positions of the WORST_K largest (ties: the earlier position);
- *   - e = (a - r) / u  (u = ulp(r) in the output format, a power of two: exact); when may_spill
+ *   - e = (a - r) / u  (u = ulp(r) in the output format, from r's exponent bits: a power of
+ *     two, so exact); when may_spill
  *     and e is not finite, e = a/u - r/u;
  *   - |e| goes to the histogram (bin ceil(16 log2 |e|), decided exactly on the bits) and the
  *     stream of |e| (sums over fixed blocks of BLOCK values by a halving tree);
@@ -175,9 +176,9 @@ __attribute__((target("avx2"))) static void bins_avx2(const double *ae, int m, i
 /* The state of one judge call: its inputs, the caller's workspace, and the running totals. */
 typedef struct {
     const void *a; int akind;               /* the output as stored: 0 float64, 1 float32, 2 bfloat16 */
-    const double *r, *b, *u, *e;            /* b, u, e: n values, or one (bfull, ufull, efull = 0); e may be NULL */
-    double uscale, ulo;                     /* u NULL: ulp(r) computed here, as spacing() does */
-    int bfull, ufull, efull, may_spill;
+    const double *r, *b, *e;                /* b, e: n values, or one (bfull, efull = 0); e may be NULL */
+    double uscale, ulo;                     /* ulp(r) = max(2^floor(log2|r|) uscale, ulo), as spacing() */
+    int bfull, efull, may_spill;
     double kappa, smallest_normal, overflow;
     uint8_t *seen; uint32_t (*sub)[NBINS];  /* distinct-value bitmap; four interleaved sub-histograms */
     double *abuf, *sbuf, *s2buf, *ablk, *sblk, *s2blk;
@@ -255,7 +256,7 @@ static inline void mark_seen(uint8_t *seen, uint32_t h) { seen[h >> 3] |= (uint8
 
 MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
     judge_state state = *out, *NS_RESTRICT S = &state;  /* a local copy: the stores into the buffers cannot alias it */
-    NS_ALIGNED(64) double av[GROUP], bone[GROUP], uone[GROUP], eone[GROUP], uown[GROUP];
+    NS_ALIGNED(64) double av[GROUP], bone[GROUP], eone[GROUP], up[GROUP];
     NS_ALIGNED(64) double nrm[GROUP], aes[GROUP], sv[GROUP], sv2[GROUP];
     NS_ALIGNED(64) uint32_t hs[GROUP];
     NS_ALIGNED(64) uint8_t fl[GROUP];
@@ -268,7 +269,6 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
     const unsigned spill = S->may_spill ? 1u : 0u;
     for (int i = 0; i < GROUP; i++) {  /* single bound / ulp / E values, broadcast */
         bone[i] = S->b[0];
-        uone[i] = S->u ? S->u[0] : 0.0;
         eone[i] = have_e ? S->e[0] : 0.0;
     }
     for (Py_ssize_t i0 = 0; i0 < n; i0 += GROUP) {
@@ -276,14 +276,10 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
         if (S->akind == 0) { const double *p = (const double *)S->a + i0; for (int i = 0; i < m; i++) av[i] = p[i]; }
         else if (S->akind == 1) { const float *p = (const float *)S->a + i0; for (int i = 0; i < m; i++) av[i] = (double)p[i]; }
         else { const uint16_t *p = (const uint16_t *)S->a + i0; for (int i = 0; i < m; i++) av[i] = (double)float_of((uint32_t)p[i] << 16); }
-        const double *rp = S->r + i0, *bp = S->bfull ? S->b + i0 : bone, *up = S->ufull ? S->u + i0 : uone;
-        if (!S->u) {  /* ulp(r) from the exponent bits, as spacing() (inf for non-finite r: skipped) */
-            const double sc = S->uscale, lo = S->ulo;
-            for (int i = 0; i < m; i++) {
-                double x = double_of(bits_of(rp[i]) & EXP_BITS) * sc;
-                uown[i] = x > lo ? x : lo;
-            }
-            up = uown;
+        const double *rp = S->r + i0, *bp = S->bfull ? S->b + i0 : bone;
+        for (int i = 0; i < m; i++) {  /* u = ulp(r) from the exponent bits, as spacing() (inf for non-finite r: skipped) */
+            double x = double_of(bits_of(rp[i]) & EXP_BITS) * S->uscale;
+            up[i] = x > S->ulo ? x : S->ulo;
         }
         const double *ep = S->efull ? S->e + i0 : eone;
         unsigned all = G_OK | G_SIGNED, any = 0;
@@ -383,13 +379,13 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
 }
 
 static PyObject *judge(PyObject *self, PyObject *args) {
-    PyObject *oa, *or_, *ob, *ou, *oe, *oseen, *ohist, *oabuf, *osbuf, *oablk, *osblk, *oskip, *otop;
+    PyObject *oa, *or_, *ob, *oe, *oseen, *ohist, *oabuf, *osbuf, *oablk, *osblk, *oskip, *otop;
     double kappa, smallest_normal, overflow;
     int may_spill;
     Py_ssize_t afill, sfill;
     int akind;  /* the output's storage: 0 float64, 1 float32, 2 bfloat16 (read as uint16) */
-    double uscale = 0.0, ulo = 0.0;  /* ulp(r) = max(2^floor(log2|r|) uscale, ulo) when u is None */
-    if (!PyArg_ParseTuple(args, "OiOOOOdddpOOOnOnOOOO|dd", &oa, &akind, &or_, &ob, &ou, &oe, &kappa, &smallest_normal,
+    double uscale, ulo;  /* ulp(r) = max(2^floor(log2|r|) uscale, ulo): numstd.ulp._spacing_params */
+    if (!PyArg_ParseTuple(args, "OiOOOdddpOOOnOnOOOOdd", &oa, &akind, &or_, &ob, &oe, &kappa, &smallest_normal,
                           &overflow, &may_spill, &oseen, &ohist, &oabuf, &afill, &osbuf, &sfill, &oablk, &osblk,
                           &oskip, &otop, &uscale, &ulo))
         return NULL;
@@ -397,7 +393,7 @@ static PyObject *judge(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "numstd._native: set_thresholds was not called");
         return NULL;
     }
-    Py_buffer va = {0}, vr = {0}, vb = {0}, vu = {0}, ve = {0}, vseen = {0}, vhist = {0}, vabuf = {0}, vsbuf = {0},
+    Py_buffer va = {0}, vr = {0}, vb = {0}, ve = {0}, vseen = {0}, vhist = {0}, vabuf = {0}, vsbuf = {0},
               vablk = {0}, vsblk = {0}, vskip = {0}, vtop = {0};
     PyObject *result = NULL;
     int have_e = oe != Py_None;
@@ -409,11 +405,10 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     Py_ssize_t n = va.len / (akind == 0 ? 8 : akind == 1 ? 4 : 2);
     if (get_f64(or_, &vr, n, "r", 0) < 0) goto done;
     if (get_f64(ob, &vb, n, "bound", 1) < 0) goto done;
-    if (ou == Py_None && !(uscale > 0.0 && ulo > 0.0)) {
-        PyErr_SetString(PyExc_ValueError, "numstd._native.judge: u=None needs the format's uscale and ulo");
+    if (!(uscale > 0.0 && ulo > 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.judge: uscale and ulo must be positive");
         goto done;
     }
-    if (ou != Py_None && get_f64(ou, &vu, n, "ulp", 1) < 0) goto done;
     if (have_e && get_f64(oe, &ve, n, "epre", 1) < 0) goto done;
     if (PyObject_GetBuffer(oseen, &vseen, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
     if (PyObject_GetBuffer(ohist, &vhist, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
@@ -437,8 +432,8 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     {
         judge_state S = {0};
         S.a = va.buf; S.akind = akind; S.r = vr.buf; S.b = vb.buf; S.e = have_e ? ve.buf : NULL;
-        S.u = ou == Py_None ? NULL : vu.buf; S.uscale = uscale; S.ulo = ulo;
-        S.bfull = vb.len == 8 * n; S.ufull = S.u && vu.len == 8 * n; S.efull = have_e && ve.len == 8 * n;
+        S.uscale = uscale; S.ulo = ulo;
+        S.bfull = vb.len == 8 * n; S.efull = have_e && ve.len == 8 * n;
         S.kappa = kappa; S.smallest_normal = smallest_normal; S.overflow = overflow; S.may_spill = may_spill;
         S.seen = vseen.buf; S.skip = vskip.buf; S.top = vtop.buf;
         S.abuf = vabuf.buf; S.sbuf = vsbuf.buf; S.s2buf = (double *)vsbuf.buf + BLOCK; S.afill = afill; S.sfill = sfill;
@@ -458,7 +453,6 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     }
 done:
     PyBuffer_Release(&va); PyBuffer_Release(&vr); PyBuffer_Release(&vb);
-    if (vu.obj) PyBuffer_Release(&vu);
     if (have_e) PyBuffer_Release(&ve);
     PyBuffer_Release(&vseen); PyBuffer_Release(&vhist); PyBuffer_Release(&vabuf); PyBuffer_Release(&vsbuf);
     PyBuffer_Release(&vablk); PyBuffer_Release(&vsblk); PyBuffer_Release(&vskip); PyBuffer_Release(&vtop);

@@ -250,7 +250,8 @@ class Judge:
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0) -> None:
         """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
         ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
-        index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it).  The elements that enter the
+        index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
+        compiled judge computes it from ``ref``'s exponent bits instead).  The elements that enter the
         bias statistic are those with a normal reference and, when ``pre_rounding`` (``E_i``,
         broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`)."""
         from .ulp import ulp as ulp_of
@@ -328,7 +329,7 @@ class Judge:
         f = self.fmt
         kind, view = _NATIVE_KINDS[a.dtype]
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
-            a.view(view), kind, r, b, None, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
+            a.view(view), kind, r, b, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
             self._may_spill, self._seen_bits, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
             ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f))
         cap = ws["ablk"].size
