@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks" / "perf"))
 
-from common import clean_env, loadavg, machine  # noqa: E402
+from common import clean_env, loadavg, machine, two_core_probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -81,6 +81,7 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
             continue
         cmd = [sys.executable, str(ROOT / "benchmarks" / "perf" / script)] + (quick_args if quick else full_args)
         print(f"[perf] {key}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+        probe = two_core_probe()  # how much of two cores the machine gives just now
         t = time.perf_counter()
         load_before, busy0, mine0 = loadavg(), _cpu_busy_s(), _children_cpu_s()
         try:
@@ -96,6 +97,7 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
         wall = time.perf_counter() - t
         res["wall_s"] = round(wall, 1)
         res["loadavg_before"], res["loadavg_after"] = load_before, loadavg()
+        res["two_core_probe"] = probe
         busy1 = _cpu_busy_s()
         if busy0 is not None and busy1 is not None and wall > 0:
             # cores kept busy by other processes while this benchmark ran (0 on a quiet machine)
@@ -126,6 +128,7 @@ def perf_rows(perf: dict[str, dict]) -> list[dict]:
 
     def add(key: str, row: dict) -> None:
         row["other"] = perf[key].get("other_cores_busy")
+        row["probe"] = (perf[key].get("two_core_probe") or {}).get("efficiency")
         rows.append(row)
 
     def err(key: str) -> bool:
@@ -195,12 +198,13 @@ def perf_rows(perf: dict[str, dict]) -> list[dict]:
 
 
 def perf_table(rows: list[dict]) -> str:
-    lines = ["| benchmark | numstd | baseline | ratio / value | target | | other load |",
-             "|---|---:|---:|---:|---:|---|---:|"]
+    lines = ["| benchmark | numstd | baseline | ratio / value | target | | other load | 2 cores |",
+             "|---|---:|---:|---:|---:|---|---:|---:|"]
     for r in rows:
         other = "–" if r.get("other") is None else f"{r['other']:.2f}"
+        probe = "–" if r.get("probe") is None else f"{r['probe']:.2f}"
         lines.append(f"| {r['what']} | {r['measured']} | {r['baseline']} | {r['value']} | {r['target']} | "
-                     f"{_ok(r['met'])} | {other} |")
+                     f"{_ok(r['met'])} | {other} | {probe} |")
     return "\n".join(lines)
 
 
@@ -269,7 +273,8 @@ def readme_section(headline: str, perf_rows_: list[dict], summary: str, date: st
         + summary[0].lower() + summary[1:], "",
         headline, "",
         "**Speed** (medians of ≥ 5 runs after a warm-up; a ratio target counts as met only when the ratio "
-        "of the fastest runs meets it too; *other load*: cores kept busy by other processes meanwhile):", "",
+        "of the fastest runs meets it too; *other load*: cores kept busy by other processes meanwhile; "
+        "*2 cores*: the share of two cores the machine gave a two-thread probe just before, 1.00 = all):", "",
         perf_table(short), "",
     ])
 

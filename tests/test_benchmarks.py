@@ -206,6 +206,11 @@ def test_run_py_blocks_and_rows():
     assert run.replace_block(text, "x", "new") == "a\n<!-- BEGIN GENERATED: x -->\nnew\n<!-- END GENERATED: x -->\nb\n"
     with pytest.raises(KeyError):
         run.replace_block(text, "y", "new")
-    rows = run.perf_rows({"survey": {"format": "bfloat16", "op": "exp", "n": 65280, "median_s": 0.3, "ok": False},
+    rows = run.perf_rows({"survey": {"format": "bfloat16", "op": "exp", "n": 65280, "median_s": 0.3, "ok": False,
+                                     "two_core_probe": {"one_thread_s": 0.01, "two_threads_s": 0.012,
+                                                        "efficiency": 0.83}},
                           "memory": {"error": "boom"}})
     assert [r["met"] for r in rows] == [None, False]
+    table = run.perf_table(rows).splitlines()
+    assert table[0].endswith("| other load | 2 cores |")
+    assert table[2].endswith("| – |") and table[3].endswith("| 0.83 |")  # memory crashed; survey probed

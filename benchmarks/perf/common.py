@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 __all__ = ["ROOT", "median_time", "interleaved_times", "profile_top", "profile_stages", "CHECK_STAGES", "machine",
-           "blas_info", "emit", "clean_env", "loadavg"]
+           "blas_info", "emit", "clean_env", "loadavg", "two_core_probe"]
 
 #: the steps of ``numstd.check``: label -> (file path suffix, function name) of the function doing it
 CHECK_STAGES: dict[str, tuple[str, str]] = {
@@ -132,6 +132,43 @@ def loadavg() -> list[float] | None:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:  # pragma: no cover
         return None
+
+
+def two_core_probe(n: int = 1 << 20, rounds: int = 20, repeats: int = 3) -> dict:
+    """How much of two cores this machine gives right now: the same numpy work (``rounds`` float64
+    ``np.exp`` over ``n`` elements, GIL released) on one thread, then on two threads at once (each
+    its own arrays); fastest of ``repeats``.  ``efficiency = one / two``: 1.0 when the second thread
+    runs on a core of its own, 0.5 when both share one.  ``check`` runs two threads, the baselines
+    mostly one, so a low value explains a slow run (docs/benchmarks.md: an intermittently slow
+    machine).  ~0.2 s."""
+    import threading
+
+    import numpy as np
+
+    x = np.random.default_rng(0).standard_normal(n)
+    outs = [np.empty_like(x), np.empty_like(x)]
+
+    def work(out: Any) -> None:
+        for _ in range(rounds):
+            np.exp(x, out=out)
+
+    def one() -> float:
+        t = time.perf_counter()
+        work(outs[0])
+        return time.perf_counter() - t
+
+    def two() -> float:
+        t = time.perf_counter()
+        th = threading.Thread(target=work, args=(outs[1],))
+        th.start()
+        work(outs[0])
+        th.join()
+        return time.perf_counter() - t
+
+    one(), two()  # warm-up
+    t1 = min(one() for _ in range(repeats))
+    t2 = min(two() for _ in range(repeats))
+    return {"one_thread_s": round(t1, 4), "two_threads_s": round(t2, 4), "efficiency": round(t1 / t2, 2)}
 
 
 def blas_info() -> list[dict]:
