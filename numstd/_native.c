@@ -7,6 +7,7 @@
  *   (numstd.models.ErrorModel.bound).
  * finish_bound, dot_bound: the last passes of a reference's bound (numstd.reference._finish_bound,
  *   numstd.reference.contraction.dot), one pass each.
+ * halving_rows: row sums by the balanced tree of numstd.reference.summation.halving_sum.
  * pool_enter / pool_exit: a numpy data allocator that keeps freed blocks for reuse while a check
  *   runs (numstd.native.pool).
  *
@@ -685,6 +686,52 @@ done:
     return result;
 }
 
+/* halving_rows(x, out, depth): out[j] = the sum of row j of x (rows of n float64 values, C order) by
+ * the balanced tree of numstd.reference.summation.halving_sum: the row zero-padded to 2^depth
+ * terms (2^depth >= n), then halved depth times, a[i] = a[i] + a[i + h] for i < h: the same
+ * additions in the same order as the numpy path, so the same bits. */
+static PyObject *halving_rows(PyObject *self, PyObject *args) {
+    PyObject *ox, *oout;
+    int depth;
+    if (!PyArg_ParseTuple(args, "OOi", &ox, &oout, &depth)) return NULL;
+    if (depth < 0 || depth > 40) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.halving_rows: depth out of range");
+        return NULL;
+    }
+    Py_buffer vx = {0}, vo = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(ox, &vx, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(oout, &vo, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    Py_ssize_t rows = vo.len / 8, width = (Py_ssize_t)1 << depth;
+    if (rows == 0 || vx.len % (8 * rows) || vx.len / (8 * rows) > width || vx.len / (8 * rows) < 1) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.halving_rows: x must hold rows of 1..2^depth float64 values");
+        goto done;
+    }
+    {
+        Py_ssize_t n = vx.len / (8 * rows);
+        const double *x = vx.buf;
+        double *out = vo.buf;
+        double *buf = malloc(8 * (size_t)width);
+        if (!buf) { PyErr_NoMemory(); goto done; }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t j = 0; j < rows; j++) {
+            memcpy(buf, x + j * n, 8 * (size_t)n);
+            for (Py_ssize_t i = n; i < width; i++) buf[i] = 0.0;
+            for (Py_ssize_t h = width / 2; h >= 1; h /= 2)
+                for (Py_ssize_t i = 0; i < h; i++) buf[i] = buf[i] + buf[i + h];
+            out[j] = buf[0];
+        }
+        Py_END_ALLOW_THREADS
+        free(buf);
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&vx);
+    if (vo.obj) PyBuffer_Release(&vo);
+    return result;
+}
+
 /* finish_bound(bound, values, out, inflate): out = bound * inflate, +inf where that is NaN, 0 where
  * values is not finite (numstd.reference._finish_bound). */
 static PyObject *finish_bound(PyObject *self, PyObject *args) {
@@ -753,6 +800,7 @@ static PyMethodDef methods[] = {
     {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
     {"model_bound", model_bound, METH_VARARGS, "The per-element bound of an error model in one pass (see the module source)."},
     {"finish_bound", finish_bound, METH_VARARGS, "A reference's final bound in one pass (see the module source)."},
+    {"halving_rows", halving_rows, METH_VARARGS, "Row sums by the balanced halving tree (see the module source)."},
     {"dot_bound", dot_bound, METH_VARARGS, "The float64 GEMM bound and its slack test in one pass (see the module source)."},
 #ifdef NUMSTD_NUMPY_POOL
     {"pool_enter", pool_enter, METH_VARARGS, "pool_enter(max_bytes): install the block-reusing numpy allocator in this context."},

@@ -445,6 +445,30 @@ def test_compiled_model_bound_matches_the_numpy_formula(name, ftz, monkeypatch):
 
 
 @needs_native
+def test_compiled_halving_sum_matches_the_numpy_tree(monkeypatch):
+    import numstd.native as native_mod
+    from numstd.reference.summation import halving_sum
+
+    rng = np.random.default_rng(12)
+    cases = []
+    for n in (1, 2, 3, 7, 8, 9, 100, 1000, 4096, 4097):
+        for lead in ((), (1,), (3,), (2, 5)):
+            x = rng.standard_normal(lead + (n,)) * np.exp2(rng.integers(-60, 60, lead + (n,)).astype(float))
+            x[..., ::7] *= -1e12  # cancellation: the order of the additions shows in the bits
+            cases.append(x)
+    special = rng.standard_normal((4, 33))
+    special[0, 3], special[1, 5], special[2, :2], special[3, 1] = np.nan, np.inf, [np.inf, -np.inf], 5e-324
+    cases.append(special)
+    got = [halving_sum(x) for x in cases]
+    monkeypatch.setattr(native_mod, "compiled", lambda: None)  # the numpy tree
+    with np.errstate(invalid="ignore"):  # (inf - inf)
+        want = [halving_sum(x) for x in cases]
+    for (gs, gd, gg), (ws, wd, wg) in zip(got, want):
+        assert gs.shape == ws.shape and (gd, gg) == (wd, wg)
+        assert np.array_equal(gs.view(np.uint64), ws.view(np.uint64))
+
+
+@needs_native
 def test_compiled_reference_bounds_match_the_numpy_path(monkeypatch):
     # finish_bound (every reference) and dot_bound (contractions): the same bits as numpy
     import ml_dtypes

@@ -147,6 +147,14 @@ def halving_sum(x: np.ndarray) -> tuple[np.ndarray, int, float]:
     d = sum_depth(n)
     if n == 0:
         return np.zeros(x.shape[:-1]), 0, 0.0
+    gamma = d * U / (1.0 - d * U)
+    from ..native import compiled
+
+    nat = compiled()
+    if nat is not None and x.dtype == np.float64 and x.flags.c_contiguous and x.size:
+        out = np.empty(x.shape[:-1])
+        nat.halving_rows(x, out, d)  # the same additions in the same order, in C
+        return out, d, gamma
     a = x
     if (1 << d) != n:
         a = np.zeros(x.shape[:-1] + (1 << d,))
@@ -154,7 +162,7 @@ def halving_sum(x: np.ndarray) -> tuple[np.ndarray, int, float]:
     while a.shape[-1] > 1:
         h = a.shape[-1] // 2
         a = a[..., :h] + a[..., h:]
-    return a[..., 0], d, d * U / (1.0 - d * U)
+    return a[..., 0], d, gamma
 
 
 _ROWS_CHUNK = 1 << 17  # elements per block of rows in pairwise_sum: temporaries stay in cache
