@@ -142,7 +142,6 @@ def _measure(a: np.ndarray, r: np.ndarray, b: np.ndarray, u: np.ndarray, may_spi
     return norm, e_ulp
 
 
-#: output dtypes the compiled judge reads as they are: name -> (its code, the view it is passed as)
 #: output dtypes the compiled judge reads as stored: (its kind code, the dtype it views them as)
 _NATIVE_KINDS = {np.dtype(np.float64): (0, np.float64), np.dtype(np.float32): (1, np.float32),
                  np.dtype(ml_dtypes.bfloat16): (2, np.uint16)}
