@@ -76,9 +76,24 @@ static inline uint64_t bits_of(double x) { uint64_t b; memcpy(&b, &x, 8); return
 static inline double double_of(uint64_t b) { double x; memcpy(&x, &b, 8); return x; }
 static inline float float_of(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }  /* bfloat16: the top half */
 
-static void tree(double *buf) {
-    for (int h = BLOCK / 2; h >= 1; h /= 2)
-        for (int i = 0; i < h; i++) buf[i] = buf[i] + buf[i + h];
+#define EXP_BITS 0x7FF0000000000000ULL
+
+/* the halving tree over buf[0 .. width) (width a power of two), in place: a[i] = a[i] + a[i + h] for
+ * h = width/2 .. 1; the sum ends in buf[0] (numpy's a[:h] + a[h:], the same additions in order) */
+static inline void halve(double *buf, Py_ssize_t width) {
+    for (Py_ssize_t h = width / 2; h >= 1; h /= 2)
+        for (Py_ssize_t i = 0; i < h; i++) buf[i] = buf[i] + buf[i + h];
+}
+
+static inline void tree(double *buf) { halve(buf, BLOCK); }
+
+/* ulp(r) in a format from the exponent bits of r: max(2^floor(log2|r|) * scale, lo), NaN for
+ * non-finite r; scale = 2^(1-p), lo = 2^(emin-p+1) (numstd.ulp._spacing: the same exact operations) */
+static inline double spacing_of(double r, double scale, double lo) {
+    uint64_t e = bits_of(r) & EXP_BITS;
+    double x = double_of(e) * scale;
+    x = x > lo ? x : lo;
+    return e == EXP_BITS ? NAN : x;
 }
 
 static inline Py_ssize_t bin_of(double ae) {
@@ -200,8 +215,6 @@ typedef struct {
 #define G_OK 1u
 #define G_SIGNED 2u
 #define G_REDO 4u
-#define EXP_BITS 0x7FF0000000000000ULL
-
 /* The judge is compiled twice where the toolchain supports function multiversioning (x86-64 with
  * glibc's ifunc): for AVX2 and for the baseline, chosen at load.  Pass 1 runs 4 doubles wide with
  * AVX2 (no FMA contraction: -ffp-contract=off): the judge is 1.2-1.3x faster (docs/benchmarks.md). */
@@ -278,10 +291,7 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
         else if (S->akind == 1) { const float *p = (const float *)S->a + i0; for (int i = 0; i < m; i++) av[i] = (double)p[i]; }
         else { const uint16_t *p = (const uint16_t *)S->a + i0; for (int i = 0; i < m; i++) av[i] = (double)float_of((uint32_t)p[i] << 16); }
         const double *rp = S->r + i0, *bp = S->bfull ? S->b + i0 : bone;
-        for (int i = 0; i < m; i++) {  /* u = ulp(r) from the exponent bits, as spacing() (inf for non-finite r: skipped) */
-            double x = double_of(bits_of(rp[i]) & EXP_BITS) * S->uscale;
-            up[i] = x > S->ulo ? x : S->ulo;
-        }
+        for (int i = 0; i < m; i++) up[i] = spacing_of(rp[i], S->uscale, S->ulo);  /* (non-finite r: skipped) */
         const double *ep = S->efull ? S->e + i0 : eone;
         unsigned all = G_OK | G_SIGNED, any = 0;
         for (int i = 0; i < m; i++) {  /* pass 1 */
@@ -475,16 +485,11 @@ static PyObject *spacing(PyObject *self, PyObject *args) {
         PyBuffer_Release(&vr); PyBuffer_Release(&vo);
         return NULL;
     }
-    const uint64_t *r = vr.buf;
+    const double *r = vr.buf;
     double *out = vo.buf;
     Py_ssize_t n = vr.len / 8;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t e = r[i] & 0x7FF0000000000000ULL;
-        double x = double_of(e) * scale;
-        x = x > lo ? x : lo;
-        out[i] = e == 0x7FF0000000000000ULL ? NAN : x;
-    }
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = spacing_of(r[i], scale, lo);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&vr); PyBuffer_Release(&vo);
     Py_RETURN_NONE;
@@ -669,11 +674,7 @@ static PyObject *model_bound(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             double ei = e[i * es];
-            uint64_t x = bits_of(a[i] + ei) & 0x7FF0000000000000ULL;
-            double u = double_of(x) * scale;
-            u = u > lo ? u : lo;
-            if (x == 0x7FF0000000000000ULL) u = NAN;
-            double b = ei + rho * u;
+            double b = ei + rho * spacing_of(a[i] + ei, scale, lo);
             if (add_normal) b = b + sn;
             out[i] = b + rf[i * rs];
         }
@@ -717,8 +718,7 @@ static PyObject *halving_rows(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; j < rows; j++) {
             memcpy(buf, x + j * n, 8 * (size_t)n);
             for (Py_ssize_t i = n; i < width; i++) buf[i] = 0.0;
-            for (Py_ssize_t h = width / 2; h >= 1; h /= 2)
-                for (Py_ssize_t i = 0; i < h; i++) buf[i] = buf[i] + buf[i + h];
+            halve(buf, width);
             out[j] = buf[0];
         }
         Py_END_ALLOW_THREADS
