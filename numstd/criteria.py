@@ -228,8 +228,6 @@ class Judge:
         self.nan_finite = 0
         self.sz = 0
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
-        self._seen = np.zeros(_DISTINCT_BINS, dtype=bool)  # hashed bitmap of bias-sample output values
-        self._seen_bits = np.zeros(_DISTINCT_BINS // 8, dtype=np.uint8)  # the same, packed (compiled judge)
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
         self._may_spill = out_fmt.emax + 3 - (out_fmt.emin - out_fmt.p + 1) >= 1023
@@ -239,6 +237,10 @@ class Judge:
         if native and self._native is None:
             raise RuntimeError("numstd._native is not built (pip install needs a C compiler); use native=None")
         self._ws: dict = {}
+        # hashed bitmap of the bias sample's output values: one bool per hash (numpy path) or packed,
+        # bit h & 7 of byte h >> 3 (compiled judge)
+        self._seen = (np.zeros(_DISTINCT_BINS // 8, dtype=np.uint8) if self._native is not None
+                      else np.zeros(_DISTINCT_BINS, dtype=bool))
 
     @property
     def native(self) -> bool:
@@ -257,12 +259,12 @@ class Judge:
 
         shape = np.shape(actual)
         raw = np.asarray(actual)
-        if self._native is not None and raw.dtype in _NATIVE_KINDS and not self.signed_zero:
+        native = self._native is not None
+        if native and raw.dtype in _NATIVE_KINDS and not self.signed_zero:
             a = np.ascontiguousarray(raw).reshape(-1)  # widened exactly inside the compiled loop
         else:
             a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
         r = _flat(ref, shape)
-        native = self._native is not None
         # (the compiled judge computes ulp(r) itself from r's exponent bits: reading it costs more)
         u = None if native else _flat(ulp_of(r, self.fmt) if ulp is None else ulp, shape, scalar=True)
         self.n += a.size
@@ -329,7 +331,7 @@ class Judge:
         kind, view = _NATIVE_KINDS[a.dtype]
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
             a.view(view), kind, r, b, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
-            self._may_spill, self._seen_bits, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
+            self._may_spill, self._seen, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
             ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f))
         cap = ws["ablk"].size
         d._abs.fill, d._signed.fill = afill, sfill
@@ -398,7 +400,7 @@ class Judge:
             ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite,
             n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
-            n_distinct=int(np.count_nonzero(self._seen)) + int(np.count_nonzero(np.unpackbits(self._seen_bits))),
+            n_distinct=int(np.count_nonzero(np.unpackbits(self._seen) if self.native else self._seen)),
             rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
