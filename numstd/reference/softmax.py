@@ -55,6 +55,7 @@ class Rows(NamedTuple):
     depth: int           # ceil(log2 K)
     gamma: float         # gamma_depth: relative error of the row sums
     rel: np.ndarray      # bound on |y_j / exact - 1| where nothing underflows, per element
+    dev: np.ndarray      # |d|
 
 
 def exp_rows(x: np.ndarray, with_lse: bool = True) -> Rows:
@@ -85,7 +86,7 @@ def exp_rows(x: np.ndarray, with_lse: bool = True) -> Rows:
     rel += (2 * C_EXP + 3) * U
     rel += U * devmean
     rel += gamma
-    return Rows(d, e, y, zh, lse, devmean, depth, gamma, rel)
+    return Rows(d, e, y, zh, lse, devmean, depth, gamma, rel, dev)
 
 
 def lse_error(r: Rows) -> np.ndarray:
@@ -95,7 +96,7 @@ def lse_error(r: Rows) -> np.ndarray:
 
 
 def _aux(r: Rows, x: np.ndarray) -> dict:
-    return {"dev": np.abs(r.d), "devmean": r.devmean, "K": np.asarray(float(x.shape[-1]))}
+    return {"dev": r.dev, "devmean": r.devmean, "K": np.asarray(float(x.shape[-1]))}
 
 
 def _move(fn):  # run a last-axis implementation on params["axis"]
@@ -134,7 +135,7 @@ def log_softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``log_softmax(x, axis)``; see the module docstring for the bound."""
     r = exp_rows(x)
     values = r.d - r.lse
-    bound = U * np.abs(values) + U * np.abs(r.d) + lse_error(r)
+    bound = U * np.abs(values) + U * r.dev + lse_error(r)
     aux = _aux(r, x)
     aux["lse"] = r.lse
     return values, bound, aux
