@@ -81,18 +81,23 @@ def _serial() -> Iterator[None]:
             ck.prefetch = orig
 
 
+def _profiled(fn: Callable[[], Any]) -> cProfile.Profile:
+    """One call of ``fn`` under cProfile, with ``check``'s chunks run serially (:func:`_serial`)."""
+    prof = cProfile.Profile()
+    with _serial():
+        prof.enable()
+        fn()
+        prof.disable()
+    return prof
+
+
 def profile_top(fn: Callable[[], Any], n: int = 8) -> list[dict]:
     """The ``n`` functions with the largest own time in one profiled call of ``fn`` (cProfile).
 
     Each entry: ``function`` (file:line(name)), ``tottime_s``, ``cumtime_s`` and ``share`` of
     the call's total own time.
     """
-    prof = cProfile.Profile()
-    with _serial():
-        prof.enable()
-        fn()
-        prof.disable()
-    st = pstats.Stats(prof, stream=io.StringIO())
+    st = pstats.Stats(_profiled(fn), stream=io.StringIO())
     total = sum(v[2] for v in st.stats.values()) or 1.0
     rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:n]
     out = []
@@ -109,12 +114,8 @@ def profile_stages(fn: Callable[[], Any], stages: dict[str, tuple[str, str]] = C
 
     Profiled serially (:func:`_serial`).
     """
-    prof = cProfile.Profile()
     t = time.perf_counter()
-    with _serial():
-        prof.enable()
-        fn()
-        prof.disable()
+    prof = _profiled(fn)
     total = time.perf_counter() - t
     st = pstats.Stats(prof, stream=io.StringIO())
     out = {}
