@@ -70,7 +70,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     """
     from .formats import format_of
     from .ops import output_shape, validate
-    from .reference import reference
+    from .reference import validated_reference
     from .registry import find_standard, get_standard
     from .models import environment
 
@@ -108,7 +108,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     background = judge.native and spec.kind not in ("contraction", "attention")
 
     def prepare(ch: Any) -> tuple:
-        ref = reference(op, ch.inputs, resolution=std.output, row_offset=ch.row_offset, cache=cache, **full)
+        ref = validated_reference(spec.name, ch.inputs, full, resolution=std.output, row_offset=ch.row_offset, cache=cache)
         return ch, ref, environment(ref, fmts)
 
     def pieces_of(prepared: tuple) -> list:  # the model's terms: on the worker, or beside the judge

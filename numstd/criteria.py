@@ -40,6 +40,7 @@ import ml_dtypes
 import numpy as np
 
 from .distribution import DistributionAccumulator, UlpDistribution
+from .models import Environment
 from .verdict import CriterionResult, Offender
 
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces"]
@@ -94,7 +95,8 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
 def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray, chunk_index: tuple) -> dict:
     e = std.model.pre_rounding(env)
     bound = std.model.bound(env, std.output, ref_error, pre=e)
-    u = env["ulp"]  # ulp(r) in the output format, computed once for the model and the judge
+    # ulp(r) in the output format where the model computed it already (else the judge does)
+    u = env.computed("ulp") if isinstance(env, Environment) else env.get("ulp")
     return {"actual": actual, "ref": values, "bound": bound, "chunk_index": chunk_index, "ulp": u,
             "pre_rounding": e, "bias_kappa": std.criteria.bias_kappa}
 
@@ -266,7 +268,7 @@ class Judge:
             a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
         r = _flat(ref, shape)
         # (the compiled judge computes ulp(r) itself from r's exponent bits: reading it costs more)
-        u = None if native else _flat(ulp_of(r, self.fmt) if ulp is None else ulp, shape, scalar=True)
+        u = None if native else ulp_of(r, self.fmt) if ulp is None else _flat(ulp, shape, scalar=True)
         self.n += a.size
         if a.size == 0:
             return

@@ -26,6 +26,8 @@ for deep learning" (2022); NVIDIA PTX ISA, ``cvt`` with ``.satfinite``; Croci et
 
 from __future__ import annotations
 
+import math
+
 import types
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -85,22 +87,22 @@ class Format:
     @property
     def u(self) -> float:
         """Unit roundoff ``u = 2**-p`` (round to nearest; Higham, *Accuracy and Stability*, 2.1)."""
-        return float(np.ldexp(1.0, -self.p))
+        return math.ldexp(1.0, -self.p)
 
     @property
     def eps(self) -> float:
         """Machine epsilon ``2**(1-p)``: the spacing of the format just above 1."""
-        return float(np.ldexp(1.0, 1 - self.p))
+        return math.ldexp(1.0, 1 - self.p)
 
     @property
     def smallest_normal(self) -> float:
         """Smallest positive normal value ``2**emin``."""
-        return float(np.ldexp(1.0, self.emin))
+        return math.ldexp(1.0, self.emin)
 
     @property
     def smallest_subnormal(self) -> float:
         """Smallest positive subnormal value ``2**(emin - p + 1)``."""
-        return float(np.ldexp(1.0, self.emin - self.p + 1))
+        return math.ldexp(1.0, self.emin - self.p + 1)
 
     @property
     def dtype(self) -> np.dtype:

@@ -66,3 +66,28 @@ def test_every_op_has_terms():
 
     for op in OPS:
         assert "absref" in terms_for(op)
+
+
+def test_environment_computes_absref_and_ulp_on_first_use_from_the_reference_values():
+    from numstd.models import environment
+    from numstd.reference import reference, validated_reference
+    from numstd.ops import validate
+
+    x = np.array([-3.0, -0.5, 0.0, 1e-40, 2.0, 90.0], dtype=np.float32)
+    ref = reference("exp", [x])
+    f32, bf16 = get_format("float32"), get_format("bfloat16")
+    env = environment(ref, {"output": bf16, "accumulate": f32, "input": f32})
+    assert {"x", "cond", "absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out"} <= set(env)
+    assert env.computed("ulp") is None and env.computed("absref") is None  # nothing computed yet
+    v = np.asarray(ref.values)
+    # ulp in bfloat16 by hand: 2^(floor(log2 |r|) - 7), at least the smallest subnormal 2^-133
+    want_ulp = np.maximum(2.0 ** (np.floor(np.log2(np.abs(v))) - 7), 2.0**-133)
+    assert np.array_equal(env["ulp"], want_ulp)
+    assert np.array_equal(env["absref"], np.abs(v)) and env.computed("absref") is env["absref"]
+    assert env["u_out"] == 2.0**-8 and env["u_acc"] == 2.0**-24 and env["min_normal_out"] == 2.0**-126
+    with pytest.raises(KeyError):
+        env["absdot"]
+    # the validated entry point (check's chunks) gives the reference of the public one, bit for bit
+    spec, arrays, full = validate("exp", [x], {})
+    again = validated_reference(spec.name, arrays, full)
+    assert np.array_equal(again.values, ref.values) and np.array_equal(again.error_bound, ref.error_bound)

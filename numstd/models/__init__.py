@@ -25,15 +25,17 @@ where ``R_i`` is the reference's own error bound.  ``ulp`` is monotone in the ma
 
 from __future__ import annotations
 
+import collections
+import collections.abc
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from ..errors import SchemaError
 from .formula import Formula
 
-__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Formula"]
+__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
 
 #: terms every model may use: magnitudes of the reference and unit roundoffs of the formats.
 COMMON_TERMS = ("absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out")
@@ -135,8 +137,7 @@ class ErrorModel:
 
     def pre_rounding(self, env: Mapping[str, Any]) -> np.ndarray:
         """``E_i``: the formula evaluated on the terms in ``env`` and the constants."""
-        scope = dict(env)
-        scope.update(self.constants)
+        scope = collections.ChainMap(self.constants, env)  # (terms are read when the formula uses them)
         missing = self.error.names - set(scope)
         if missing:
             raise SchemaError(f"model for {self.op}: terms {sorted(missing)} are not provided by the reference")
@@ -174,27 +175,69 @@ def _one_pass(absref: np.ndarray, *terms: Any) -> bool:
     return True
 
 
-def environment(reference: Any, formats: Mapping[str, Any]) -> dict:
+class Environment(collections.abc.Mapping):
+    """The terms of a model for one reference (a read-only mapping, see :func:`environment`).
+
+    ``absref`` (``|r|``) and ``ulp`` (``ulp(r)`` in the output format) are computed on first
+    access and kept: the compiled model and judge derive both from ``r`` inside their loops, so on
+    that path the two arrays are never built (two passes over every chunk fewer).
+    """
+
+    __slots__ = ("_terms", "_values", "_out")
+
+    def __init__(self, terms: dict, values: np.ndarray, out: Any) -> None:
+        self._terms, self._values, self._out = terms, values, out
+
+    def __getitem__(self, key: str) -> Any:
+        v = self._terms.get(key, _LAZY)
+        if v is _LAZY:
+            if key == "absref":
+                v = np.abs(self._values)
+            elif key == "ulp":
+                from ..ulp import ulp
+
+                v = ulp(self._values, self._out)
+            else:
+                raise KeyError(key)
+            self._terms[key] = v
+        return v
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._terms)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def computed(self, key: str) -> Any:
+        """The term ``key`` if it is given or was computed already, else None (nothing is computed)."""
+        v = self._terms.get(key)
+        return None if v is _LAZY else v
+
+    @property
+    def values(self) -> np.ndarray:
+        """The reference values ``r`` the terms describe."""
+        return self._values
+
+
+_LAZY = object()
+
+
+def environment(reference: Any, formats: Mapping[str, Any]) -> Environment:
     """Terms for a model: the reference's aux arrays plus the common magnitudes and roundoffs.
 
     Parameters
     ----------
     reference : numstd.reference.Reference
     formats : mapping with keys ``output``, ``accumulate``, ``input`` (Format objects)
+
+    Returns
+    -------
+    Environment
+        A mapping from term names (:func:`terms_for`) to float64 arrays or numbers; ``absref`` and
+        ``ulp`` are computed when first read.
     """
-    from ..ulp import ulp
-
     out = formats["output"]
-    absref = np.abs(reference.values)
-    env = {k: np.asarray(v, dtype=np.float64) for k, v in reference.aux.items()}
-    env.update(
-        absref=absref,
-        ulp=ulp(reference.values, out),
-        u_out=out.u,
-        u_acc=formats["accumulate"].u,
-        u_in=formats["input"].u,
-        tiny_out=out.smallest_subnormal,
-        min_normal_out=out.smallest_normal,
-    )
-    return env
-
+    terms = {k: np.asarray(v, dtype=np.float64) for k, v in reference.aux.items()}
+    terms.update(absref=_LAZY, ulp=_LAZY, u_out=out.u, u_acc=formats["accumulate"].u, u_in=formats["input"].u,
+                 tiny_out=out.smallest_subnormal, min_normal_out=out.smallest_normal)
+    return Environment(terms, reference.values, out)
