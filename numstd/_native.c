@@ -71,6 +71,10 @@ static uint64_t inside[256];
 static int thresholds_set = 0;
 /* the same tables as 64-bit lanes for bins_avx2 (inside64 = 2^52, above every fraction, for none) */
 static int64_t below64[256], inside64[256];
+/* bins_avx512's table: 32 buckets of 2^47 fractions (consecutive N_j are more than 2^47 apart, so a
+ * bucket holds at most one), entry = the threshold inside the bucket (2^52 for none) | below << 56 */
+static int64_t packed32[32];
+static int packed32_ok = 0;
 
 static inline uint64_t bits_of(double x) { uint64_t b; memcpy(&b, &x, 8); return b; }
 static inline double double_of(uint64_t b) { double x; memcpy(&x, &b, 8); return x; }
@@ -146,6 +150,17 @@ static PyObject *set_thresholds(PyObject *self, PyObject *args) {
         below64[t] = below[t];
         inside64[t] = inside[t] == UINT64_MAX ? (int64_t)1 << 52 : (int64_t)inside[t];
     }
+    packed32_ok = 1;
+    for (unsigned t = 0; t < 32; t++) {
+        uint64_t lo = (uint64_t)t << 47, hi = lo + (1ULL << 47), in = 1ULL << 52;
+        int64_t nb = 0, nin = 0;
+        for (int j = 0; j < BINS_PER_OCTAVE - 1; j++) {
+            if (th[j] < lo) nb++;
+            else if (th[j] < hi) { in = th[j]; nin++; }
+        }
+        if (nin > 1) packed32_ok = 0;  /* (not for these thresholds: then bins_avx512 is not used) */
+        packed32[t] = (int64_t)in | nb << 56;
+    }
     thresholds_set = 1;
     Py_RETURN_NONE;
 }
@@ -185,6 +200,33 @@ __attribute__((target("avx2"))) static void bins_avx2(const double *ae, int m, i
         k = _mm256_blendv_epi8(k, hi, _mm256_cmpgt_epi64(k, hi));
         k = _mm256_andnot_si256(_mm256_cmpeq_epi64(b, zero), _mm256_add_epi64(k, first));
         _mm256_storeu_si256((__m256i *)(out + i), k);
+    }
+}
+
+/* bins_avx512: the same, eight at a time with AVX-512F, the two table lookups replaced by one
+ * lookup in packed32 (two two-register permutes and a blend; gathers are slow) on the top 5 bits
+ * of the fraction: #{j : f > N_j} = below + (f > inside) of f's bucket. */
+#define HAVE_BINS_AVX512 1
+__attribute__((target("avx512f"))) static void bins_avx512(const double *ae, int m, int64_t *out) {
+    const __m512i fracmask = _mm512_set1_epi64((long long)FRAC_MASK), zero = _mm512_setzero_si512();
+    const __m512i base = _mm512_set1_epi64(1 - (long long)BINS_PER_OCTAVE * 1023);
+    const __m512i lo = _mm512_set1_epi64(-LO_OCT * BINS_PER_OCTAVE), hi = _mm512_set1_epi64(HI_OCT * BINS_PER_OCTAVE);
+    const __m512i first = _mm512_set1_epi64(LO_OCT * BINS_PER_OCTAVE + 1), one = _mm512_set1_epi64(1);
+    const __m512i low56 = _mm512_set1_epi64((1LL << 56) - 1), sixteen = _mm512_set1_epi64(16);
+    const __m512i t0 = _mm512_loadu_si512(packed32), t1 = _mm512_loadu_si512(packed32 + 8);
+    const __m512i t2 = _mm512_loadu_si512(packed32 + 16), t3 = _mm512_loadu_si512(packed32 + 24);
+    for (int i = 0; i < m; i += 8) {
+        __m512i b = _mm512_loadu_si512(ae + i);  /* ae >= 0: no sign bit */
+        __m512i frac = _mm512_and_si512(b, fracmask), t = _mm512_srli_epi64(frac, 47);
+        __m512i e = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(t, sixteen), _mm512_permutex2var_epi64(t0, t, t1),
+                                            _mm512_permutex2var_epi64(t2, t, t3));
+        __m512i k = _mm512_add_epi64(_mm512_slli_epi64(_mm512_srli_epi64(b, 52), 4), base);  /* 16 E + 1 */
+        k = _mm512_mask_sub_epi64(k, _mm512_cmpeq_epi64_mask(frac, zero), k, one);  /* - 1 where f = 0 */
+        k = _mm512_add_epi64(k, _mm512_srli_epi64(e, 56));
+        k = _mm512_mask_add_epi64(k, _mm512_cmpgt_epi64_mask(frac, _mm512_and_si512(e, low56)), k, one);
+        k = _mm512_min_epi64(_mm512_max_epi64(k, lo), hi);
+        k = _mm512_maskz_add_epi64(_mm512_cmpneq_epi64_mask(b, zero), k, first);
+        _mm512_storeu_si512(out + i, k);
     }
 }
 #endif
@@ -276,7 +318,7 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
     NS_ALIGNED(64) uint8_t fl[GROUP];
 #ifdef HAVE_BINS_AVX2
     NS_ALIGNED(64) int64_t bn[GROUP];
-    const int avx2 = __builtin_cpu_supports("avx2");
+    const int avx2 = __builtin_cpu_supports("avx2"), avx512 = packed32_ok && __builtin_cpu_supports("avx512f");
 #endif
     const double kappa = S->kappa, sn = S->smallest_normal, ovf = S->overflow;
     const int have_e = S->e != NULL;
@@ -294,6 +336,12 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
         for (int i = 0; i < m; i++) up[i] = spacing_of(rp[i], S->uscale, S->ulo);  /* (non-finite r: skipped) */
         const double *ep = S->efull ? S->e + i0 : eone;
         unsigned all = G_OK | G_SIGNED, any = 0;
+        /* the group's violations and maxima of norm and |e|, for the stream-by-stream pass, as
+         * integer maxima of the bit patterns (which vectorize): the norms and |e| of a group taken
+         * that way are never NaN, and non-negative ones order as their bits; a negative norm (a
+         * negative bound, which no model gives) counts as 0 here, which changes nothing: the
+         * caller's maximum starts at 0, and the worst ten compare the values themselves */
+        int64_t nmax = 0, amax = 0, viol = 0;
         for (int i = 0; i < m; i++) {  /* pass 1 */
             double ai = av[i], ri = rp[i], ui = up[i], ar = fabs(ri);
             uint64_t ab = bits_of(ai), ue = bits_of(ui) >> 52;  /* ui = 2^k > 0: its biased exponent */
@@ -311,25 +359,18 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
             unsigned f = ok | (ok & sg) << 1 | (ok & redo) << 2;
             fl[i] = (uint8_t)f; all &= f; any |= f;
         }
+        {
+            const int64_t *nbits = (const int64_t *)nrm, *abits = (const int64_t *)aes;
+            for (int i = 0; i < m; i++) {
+                int64_t nb = nbits[i], xb = abits[i];
+                nmax = nb > nmax ? nb : nmax; amax = xb > amax ? xb : amax;
+                viol += nb > (int64_t)0x3FF0000000000000LL;  /* norm > 1.0 (false for negative norms) */
+            }
+        }
         if ((all & G_OK) && !(any & G_REDO)) {  /* pass 2, stream by stream */
-            /* four running maxima each (the maximum is exact: any order gives the same value) */
-            double n0 = nrm[0], n1 = n0, n2 = n0, n3 = n0, a0 = aes[0], a1 = a0, a2 = a0, a3 = a0;
-            Py_ssize_t v = 0;
-            int i = 0;
-            for (; i + 4 <= m; i += 4) {
-                v += (nrm[i] > 1.0) + (nrm[i + 1] > 1.0) + (nrm[i + 2] > 1.0) + (nrm[i + 3] > 1.0);
-                n0 = nrm[i] > n0 ? nrm[i] : n0; n1 = nrm[i + 1] > n1 ? nrm[i + 1] : n1;
-                n2 = nrm[i + 2] > n2 ? nrm[i + 2] : n2; n3 = nrm[i + 3] > n3 ? nrm[i + 3] : n3;
-                a0 = aes[i] > a0 ? aes[i] : a0; a1 = aes[i + 1] > a1 ? aes[i + 1] : a1;
-                a2 = aes[i + 2] > a2 ? aes[i + 2] : a2; a3 = aes[i + 3] > a3 ? aes[i + 3] : a3;
-            }
-            for (; i < m; i++) {
-                v += nrm[i] > 1.0;
-                n0 = nrm[i] > n0 ? nrm[i] : n0;
-                a0 = aes[i] > a0 ? aes[i] : a0;
-            }
-            n0 = n1 > n0 ? n1 : n0; n0 = n2 > n0 ? n2 : n0; n0 = n3 > n0 ? n3 : n0;
-            a0 = a1 > a0 ? a1 : a0; a0 = a2 > a0 ? a2 : a0; a0 = a3 > a0 ? a3 : a0;
+            double n0 = double_of((uint64_t)nmax), a0 = double_of((uint64_t)amax);
+            Py_ssize_t v = viol;
+            int i;
             S->violations += v;
             if (S->compared == 0 || n0 > S->norm_max) S->norm_max = n0;
             if (a0 > S->max_abs) S->max_abs = a0;
@@ -338,8 +379,9 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
                 for (i = 0; i < m; i++) push_top(S, nrm[i], i0 + i);
             uint32_t (*sub)[NBINS] = S->sub;
 #ifdef HAVE_BINS_AVX2
-            if (avx2 && m == GROUP) {
-                bins_avx2(aes, m, bn);
+            if ((avx512 || avx2) && m == GROUP) {
+                if (avx512) bins_avx512(aes, m, bn);
+                else bins_avx2(aes, m, bn);
                 for (i = 0; i < m; i++) sub[i & 3][bn[i]]++;
             } else
 #endif

@@ -118,6 +118,30 @@ def test_native_and_numpy_agree_on_mostly_finite_chunks(fmt_name, rate, seed):
 
 
 @needs_native
+@pytest.mark.parametrize("seed", [5, 6])
+def test_native_and_numpy_agree_on_negative_and_negative_zero_bounds(seed):
+    # no model gives a negative bound, but Judge.add accepts any: a norm |a - r| / b below zero
+    # (or -0.0) must not change the totals where the compiled judge takes integer maxima of bits
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for a, r, b, pre, u, sl in _chunks("float32", seed, n=20000, rate=0.0):
+        b = b.copy()
+        b[rng.random(b.size) < 0.003] *= -1.0
+        b[rng.random(b.size) < 0.003] = -0.0
+        exact = rng.random(b.size) < 0.01
+        b[exact] = np.abs(a[exact] - r[exact])  # norms of exactly 1 (not violations) and 0/0
+        if sl.start == 0:  # a first group of negative norms only: its maximum is negative
+            b[:300] = -np.abs(b[:300]) - 1e-30
+        chunks.append((a, r, b, pre, u, sl))
+    for stored in (False, True):
+        assert _run(True, chunks, "float32", 20000, False, False, stored) == _run(False, chunks, "float32", 20000, False, False, stored)
+    # every bound negative: the largest norm of the whole check is negative (or -0.0)
+    a, r, b, pre, u, _ = next(_chunks("float32", seed, n=1024, rate=0.0))
+    only = [(a, r, -np.abs(np.nan_to_num(b)) - 1e-30, pre, u, slice(0, a.size))]
+    assert _run(True, only, "float32", a.size, False, False) == _run(False, only, "float32", a.size, False, False)
+
+
+@needs_native
 @pytest.mark.parametrize("fmt_name", ["float32", "bfloat16", "float8_e5m2"])
 def test_native_and_numpy_agree_over_the_whole_histogram_range(fmt_name):
     # finite chunks (every group of 256 on the stream-by-stream path, where the compiled judge
