@@ -730,6 +730,173 @@ done:
     return result;
 }
 
+/* model_eval(code, consts, arrays, rowlen, values, ref_error, e_out, b_out, rho, add_normal, sn, scale, lo):
+ * a standard's error formula E_i (numstd.models.formula.Program: the formula compiled to
+ * three-address instructions over registers of VM_W values) and the bound B_i of model_bound, in one
+ * pass over blocks of VM_W elements instead of one numpy pass per operation.  Each instruction is
+ * the IEEE operation numpy performs for that node of the formula, in the same order, so E and B are
+ * the same bits.  code: VM_FIELDS int32 per instruction (op, dst, kind a, index a, kind b, index b);
+ * operand kinds: a register, arrays[i] (n values), arrays[i] per row (n / rowlen values, one per
+ * row of rowlen elements), consts[i], |values| (absref), or arrays[i] per column (rowlen values,
+ * the same for every row). */
+#define VM_W 256
+#define VM_REGS 8
+#define VM_ARRAYS 8
+#define VM_FIELDS 6
+enum { VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_NEG, VM_SQRT, VM_ABS, VM_COPY };
+enum { VM_REG, VM_ARR, VM_ROW, VM_CONST, VM_ABSREF, VM_COL };
+
+typedef struct {
+    const int32_t *code; Py_ssize_t ncode;
+    const double *consts; Py_ssize_t nconst;
+    const double *arr[VM_ARRAYS]; Py_ssize_t narr;
+    Py_ssize_t n, rowlen;
+    const double *values, *rf; int rfull;
+    double *e_out, *b_out;
+    double rho, sn, scale, lo; int add_normal;
+} vm_state;
+
+/* operand (kind, index) of the block at i0 of w values: a pointer, or (NULL and) a single value */
+static inline const double *vm_operand(const vm_state *V, int kind, int idx, Py_ssize_t i0, int w,
+                                       double (*reg)[VM_W], const double *absref, double *scratch, double *one) {
+    switch (kind) {
+    case VM_REG: return reg[idx];
+    case VM_ARR: return V->arr[idx] + i0;
+    case VM_ABSREF: return absref;
+    case VM_CONST: *one = V->consts[idx]; return NULL;
+    case VM_COL: {  /* the column's value for each element of the block (a row of rowlen values) */
+        const double *cols = V->arr[idx];
+        Py_ssize_t j = i0 % V->rowlen;
+        for (int i = 0; i < w;) {
+            int k = V->rowlen - j < w - i ? (int)(V->rowlen - j) : w - i;
+            memcpy(scratch + i, cols + j, 8 * (size_t)k);
+            i += k;
+            j = 0;
+        }
+        return scratch;
+    }
+    default: {  /* VM_ROW: the row's value for each element of the block */
+        const double *rows = V->arr[idx];
+        Py_ssize_t row = i0 / V->rowlen, left = V->rowlen - i0 % V->rowlen;  /* elements left in the row */
+        for (int i = 0; i < w;) {
+            double x = rows[row++];
+            int stop = left < w - i ? i + (int)left : w;
+            for (; i < stop; i++) scratch[i] = x;
+            left = V->rowlen;
+        }
+        return scratch;
+    }
+    }
+}
+
+#define VM_BINARY(OP)                                                                  \
+    if (pa && pb) for (int i = 0; i < w; i++) d[i] = pa[i] OP pb[i];                  \
+    else if (pa) for (int i = 0; i < w; i++) d[i] = pa[i] OP cb;                     \
+    else if (pb) for (int i = 0; i < w; i++) d[i] = ca OP pb[i];                     \
+    else for (int i = 0; i < w; i++) d[i] = ca OP cb;
+
+MULTIVERSION static void vm_run(const vm_state *V) {
+    NS_ALIGNED(64) double reg[VM_REGS][VM_W], absref[VM_W], sa[VM_W], sb[VM_W];
+    const int res = V->code[(V->ncode - 1) * VM_FIELDS + 1];
+    for (Py_ssize_t i0 = 0; i0 < V->n; i0 += VM_W) {
+        const int w = V->n - i0 < VM_W ? (int)(V->n - i0) : VM_W;
+        const double *v = V->values + i0;
+        for (int i = 0; i < w; i++) absref[i] = fabs(v[i]);
+        for (Py_ssize_t k = 0; k < V->ncode; k++) {
+            const int32_t *c = V->code + k * VM_FIELDS;
+            double ca = 0.0, cb = 0.0, *d = reg[c[1]];
+            const double *pa = vm_operand(V, c[2], c[3], i0, w, reg, absref, sa, &ca);
+            const double *pb = c[0] <= VM_DIV ? vm_operand(V, c[4], c[5], i0, w, reg, absref, sb, &cb) : NULL;
+            switch (c[0]) {
+            case VM_ADD: VM_BINARY(+) break;
+            case VM_SUB: VM_BINARY(-) break;
+            case VM_MUL: VM_BINARY(*) break;
+            case VM_DIV: VM_BINARY(/) break;
+            case VM_NEG: if (pa) for (int i = 0; i < w; i++) d[i] = -pa[i]; else for (int i = 0; i < w; i++) d[i] = -ca; break;
+            case VM_SQRT: if (pa) for (int i = 0; i < w; i++) d[i] = sqrt(pa[i]); else for (int i = 0; i < w; i++) d[i] = sqrt(ca); break;
+            case VM_ABS: if (pa) for (int i = 0; i < w; i++) d[i] = fabs(pa[i]); else for (int i = 0; i < w; i++) d[i] = fabs(ca); break;
+            default: if (pa) memcpy(d, pa, 8 * (size_t)w); else for (int i = 0; i < w; i++) d[i] = ca; break;  /* VM_COPY */
+            }
+        }
+        const double *e = reg[res], *rf = V->rfull ? V->rf + i0 : V->rf;
+        double *eo = V->e_out + i0, *bo = V->b_out + i0;
+        const double rho = V->rho, sn = V->sn, scale = V->scale, lo = V->lo;
+        for (int i = 0; i < w; i++) {  /* model_bound's operations */
+            double ei = e[i], b = ei + rho * spacing_of(absref[i] + ei, scale, lo);
+            if (V->add_normal) b = b + sn;
+            eo[i] = ei;
+            bo[i] = b + rf[V->rfull ? i : 0];
+        }
+    }
+}
+
+static PyObject *model_eval(PyObject *self, PyObject *args) {
+    PyObject *ocode, *oconsts, *oarrays, *ovalues, *orf, *oe, *ob;
+    Py_ssize_t rowlen;
+    double rho, sn, scale, lo;
+    int add_normal;
+    if (!PyArg_ParseTuple(args, "OOO!nOOOOdpddd", &ocode, &oconsts, &PyTuple_Type, &oarrays, &rowlen, &ovalues, &orf,
+                          &oe, &ob, &rho, &add_normal, &sn, &scale, &lo))
+        return NULL;
+    Py_buffer vcode = {0}, vconst = {0}, vval = {0}, vrf = {0}, ve = {0}, vb = {0}, varr[VM_ARRAYS];
+    Py_ssize_t narr = PyTuple_GET_SIZE(oarrays), got = 0;
+    PyObject *result = NULL;
+    vm_state V = {0};
+    memset(varr, 0, sizeof varr);
+    if (narr > VM_ARRAYS) { PyErr_SetString(PyExc_ValueError, "numstd._native.model_eval: at most VM_ARRAYS arrays"); return NULL; }
+    if (PyObject_GetBuffer(ovalues, &vval, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t n = vval.len / 8;
+    if (get_f64(orf, &vrf, n, "ref_error", 1) < 0) goto done;
+    if (PyObject_GetBuffer(ocode, &vcode, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(oconsts, &vconst, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(oe, &ve, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(ob, &vb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    V.code = vcode.buf; V.ncode = vcode.len / (4 * VM_FIELDS); V.consts = vconst.buf; V.nconst = vconst.len / 8;
+    if (vcode.len % (4 * VM_FIELDS) || V.ncode < 1 || vconst.len % 8 || ve.len != 8 * n || vb.len != 8 * n ||
+        rowlen < 1 || n % rowlen) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.model_eval: malformed program or outputs");
+        goto done;
+    }
+    for (; got < narr; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(oarrays, got), &varr[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        V.arr[got] = varr[got].buf;
+    }
+    V.narr = narr;
+    for (Py_ssize_t k = 0; k < V.ncode; k++) {  /* every index in range: the loop trusts them */
+        const int32_t *c = V.code + k * VM_FIELDS;
+        int unary = c[0] > VM_DIV;
+        if (c[0] < VM_ADD || c[0] > VM_COPY || c[1] < 0 || c[1] >= VM_REGS) goto malformed;
+        for (int t = 0; t < (unary ? 1 : 2); t++) {
+            int kind = c[2 + 2 * t], idx = c[3 + 2 * t];
+            Py_ssize_t need = kind == VM_ARR ? n : kind == VM_ROW ? n / rowlen : rowlen;
+            int array = kind == VM_ARR || kind == VM_ROW || kind == VM_COL;
+            if (kind < VM_REG || kind > VM_COL || (kind == VM_REG && (idx < 0 || idx >= VM_REGS)) ||
+                (kind == VM_CONST && (idx < 0 || idx >= V.nconst)) ||
+                (array && (idx < 0 || idx >= narr || varr[idx].len != 8 * need)))
+                goto malformed;
+        }
+    }
+    V.n = n; V.rowlen = rowlen; V.values = vval.buf; V.rf = vrf.buf; V.rfull = vrf.len == 8 * n;
+    V.e_out = ve.buf; V.b_out = vb.buf; V.rho = rho; V.sn = sn; V.scale = scale; V.lo = lo; V.add_normal = add_normal;
+    Py_BEGIN_ALLOW_THREADS
+    vm_run(&V);
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+    goto done;
+malformed:
+    PyErr_SetString(PyExc_ValueError, "numstd._native.model_eval: an instruction is out of range");
+done:
+    for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&varr[k]);
+    PyBuffer_Release(&vval);
+    if (vrf.obj) PyBuffer_Release(&vrf);
+    if (vcode.obj) PyBuffer_Release(&vcode);
+    if (vconst.obj) PyBuffer_Release(&vconst);
+    if (ve.obj) PyBuffer_Release(&ve);
+    if (vb.obj) PyBuffer_Release(&vb);
+    return result;
+}
+
 /* halving_rows(x, out, depth): out[j] = the sum of row j of x (rows of n float64 values, C order) by
  * the balanced tree of numstd.reference.summation.halving_sum: the row zero-padded to 2^depth
  * terms (2^depth >= n), then halved depth times, a[i] = a[i] + a[i + h] for i < h: the same
@@ -832,8 +999,9 @@ static PyObject *dot_bound(PyObject *self, PyObject *args) {
 /* constants() -> the layout constants this file was compiled with (numstd.native checks them
  * against the Python modules, so the two paths cannot drift apart silently) */
 static PyObject *constants(PyObject *self, PyObject *args) {
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i}", "BLOCK", BLOCK, "WORST_K", WORST_K, "DISTINCT_BITS",
-                         DISTINCT_BITS, "BINS_PER_OCTAVE", BINS_PER_OCTAVE, "LO_OCT", LO_OCT, "HI_OCT", HI_OCT);
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "BLOCK", BLOCK, "WORST_K", WORST_K, "DISTINCT_BITS",
+                         DISTINCT_BITS, "BINS_PER_OCTAVE", BINS_PER_OCTAVE, "LO_OCT", LO_OCT, "HI_OCT", HI_OCT,
+                         "VM_REGS", VM_REGS, "VM_ARRAYS", VM_ARRAYS);
 }
 
 static PyMethodDef methods[] = {
@@ -842,6 +1010,7 @@ static PyMethodDef methods[] = {
     {"set_thresholds", set_thresholds, METH_VARARGS, "Set the 15 fraction thresholds of the histogram bins."},
     {"spacing", spacing, METH_VARARGS, "ulp(r) of float64 values in a format (see the module source)."},
     {"model_bound", model_bound, METH_VARARGS, "The per-element bound of an error model in one pass (see the module source)."},
+    {"model_eval", model_eval, METH_VARARGS, "A compiled error formula and its bound in one pass (see the module source)."},
     {"finish_bound", finish_bound, METH_VARARGS, "A reference's final bound in one pass (see the module source)."},
     {"halving_rows", halving_rows, METH_VARARGS, "Row sums by the balanced halving tree (see the module source)."},
     {"dot_bound", dot_bound, METH_VARARGS, "The float64 GEMM bound and its slack test in one pass (see the module source)."},

@@ -93,8 +93,7 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
 
 
 def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray, chunk_index: tuple) -> dict:
-    e = std.model.pre_rounding(env)
-    bound = std.model.bound(env, std.output, ref_error, pre=e)
+    e, bound = std.model.evaluate(env, std.output, ref_error)
     # ulp(r) in the output format where the model computed it already (else the judge does)
     u = env.computed("ulp") if isinstance(env, Environment) else env.get("ulp")
     return {"actual": actual, "ref": values, "bound": bound, "chunk_index": chunk_index, "ulp": u,

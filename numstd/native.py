@@ -7,9 +7,11 @@ double operations in the same order (compiled without FMA contraction or fast-ma
 environment (read once, at first use) selects the numpy path.
 
 What is compiled: the fused per-element pass of :class:`numstd.criteria.Judge` (one loop instead
-of ~40 numpy passes, run without the GIL), :func:`numstd.ulp.ulp`'s spacing, and a numpy
-allocator that reuses freed blocks while a check runs (:func:`pool`; built when numpy's headers
-are there at install time, as ``pip install`` arranges).
+of ~40 numpy passes, run without the GIL), a standard's error formula with its bound in one pass
+(:meth:`numstd.models.ErrorModel.evaluate`, the formula compiled by
+:meth:`numstd.models.formula.Formula.program`), :func:`numstd.ulp.ulp`'s spacing, a few one-pass
+reference bounds, and a numpy allocator that reuses freed blocks while a check runs (:func:`pool`;
+built when numpy's headers are there at install time, as ``pip install`` arranges).
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ def compiled() -> Any:
     except ImportError:
         return None
     from . import criteria, distribution
+    from .models.formula import Program
 
     expected = {"BLOCK": distribution.BLOCK, "WORST_K": criteria.WORST_K, "DISTINCT_BITS": criteria._DISTINCT_BITS,
                 "BINS_PER_OCTAVE": distribution.BINS_PER_OCTAVE, "LO_OCT": distribution._LO_OCT,
-                "HI_OCT": distribution._HI_OCT}
+                "HI_OCT": distribution._HI_OCT, "VM_REGS": Program.REGISTERS, "VM_ARRAYS": Program.ARRAYS}
     if _native.constants() != expected:
         raise RuntimeError(f"numstd._native was compiled with {_native.constants()}, numstd expects {expected}: "
                            "rebuild it (pip install -e .) or set NUMSTD_NATIVE=0")

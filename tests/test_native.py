@@ -542,3 +542,100 @@ def test_checks_in_threads_with_prefetch_and_pool_give_the_serial_verdicts():
     assert parallel == serial * 3
     if NATIVE and hasattr(compiled(), "pool_stats"):
         assert compiled().pool_stats()[:2] == (0, 0)
+
+
+def _standard_envs():
+    """(standard, environment, reference) of every active standard's first suite case, with the
+    environment's arrays made adversarial: zeros, NaN, ±inf, negative, tiny and huge values."""
+    from numstd.models import environment
+    from numstd.reference import reference
+    from numstd.registry import list_standards
+    from numstd.suites import cases_for
+
+    rng = np.random.default_rng(21)
+    seen = set()
+    for std in list_standards():
+        if std.status != "active" or std.op == "module" or std.model.error.text in seen:
+            continue
+        seen.add(std.model.error.text)
+        case = cases_for(std, quick=True, seeds=[0])[0]
+        with np.errstate(all="ignore"):
+            ref = reference(std.op, list(case.inputs), **dict(case.params))
+        env = environment(ref, {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]})
+        for k, v in list(env._terms.items()):
+            if isinstance(v, np.ndarray) and v.size > 8:
+                v = v.copy()
+                flat = v.reshape(-1)
+                idx = rng.choice(flat.size, 6, replace=False)
+                flat[idx] = [0.0, np.nan, np.inf, -np.inf, -1.5, 1e300]
+                env._terms[k] = v
+        yield std, env, ref
+
+
+@needs_native
+def test_compiled_error_formulas_give_numpy_values():
+    # every active standard's formula: model_eval's E and B against numpy's evaluation of the
+    # formula text and the bound formula of numstd.models (one numpy operation at a time)
+    from numstd.ulp import ulp as ulp_np
+
+    compiled_count = 0
+    for std, env, ref in _standard_envs():
+        m = std.model
+        prog = m.error.program(__import__("collections").ChainMap(m.constants, env), ref.values.shape)
+        e, b = m.evaluate(env, std.output, ref.error_bound)
+        scope = dict(m.constants)
+        scope.update({k: env[k] for k in env})
+        with np.errstate(all="ignore"):
+            want_e = np.broadcast_to(np.asarray(m.error.evaluate(scope), dtype=np.float64), ref.values.shape)
+            want_b = want_e + m.rho * np.asarray(ulp_np(np.abs(ref.values) + want_e, std.output), dtype=np.float64)
+            if m.ftz:
+                want_b = want_b + std.output.smallest_normal
+            want_b = want_b + ref.error_bound
+        assert np.array_equal(np.broadcast_to(e, ref.values.shape), want_e, equal_nan=True), std.key
+        assert np.array_equal(b, want_b, equal_nan=True), std.key
+        compiled_count += prog is not None
+    assert compiled_count >= 12  # every formula of the shipped standards compiles (none uses ** or log2)
+
+
+def test_formula_programs_leave_out_what_numpy_must_compute():
+    from numstd.models.formula import Formula
+
+    allowed = {"a", "b", "c", "K", "row"}
+    shape = (3, 5)
+    env = {"a": np.ones(shape), "b": np.full(shape, 2.0), "c": 3.0, "K": np.asarray(5.0), "row": np.ones((3, 1))}
+    ok = {"a * b + c", "c * sqrt(K) * a", "-a / (b - row)", "abs(a) + sqrt(b)", "c * K", "a"}
+    for text in ok:
+        assert Formula.parse(text, allowed, "t").program(env, shape) is not None, text
+    deep = "a * b"
+    for _ in range(8):  # nine intermediate values live at once: more than the eight registers
+        deep = f"a * b + ({deep})"
+    assert Formula.parse(deep.replace("a * b + (a * b)", "a * b", 1), allowed, "t").program(env, shape) is not None
+    for text in ("a ** 2", "log2(a)", "max(a, b)", "min(a, c)", "a * b ** c", deep):
+        assert Formula.parse(text, allowed, "t").program(env, shape) is None, text
+    # per column, as (5,) or (1, 5): compiled; neither full, per row, per column nor a single value,
+    # or not float64: numpy's broadcasting
+    assert Formula.parse("a * b", allowed, "t").program(dict(env, b=np.ones((1, 5))), shape) is not None
+    assert Formula.parse("a * b", allowed, "t").program(dict(env, b=np.ones(5)), shape) is not None
+    env3 = {"a": np.ones((2, 3, 5)), "b": np.ones((2, 1, 5))}
+    assert Formula.parse("a * b", allowed, "t").program(env3, (2, 3, 5)) is None
+    assert Formula.parse("a * b", allowed, "t").program(dict(env, b=np.ones(shape, np.float32)), shape) is None
+    # values: the compiled program against numpy's evaluation of the text, on adversarial terms
+    if NATIVE:
+        rng = np.random.default_rng(3)
+        terms = {"a": rng.standard_normal(shape) * 1e3, "b": rng.standard_normal(shape), "c": -3.5,
+               "K": np.asarray(5.0), "row": rng.standard_normal((3, 1))}
+        terms["a"][0, :3] = [0.0, np.inf, np.nan]
+        terms["b"][1, :2] = [0.0, -0.0]
+        from numstd.ulp import _spacing_params
+
+        for text in ok | {"c - a / b", "c / (row - a) - K", "sqrt(c * a) - -b", "abs(c - row) / K"}:
+            prog = Formula.parse(text, allowed, "t").program(terms, shape)
+            e, b = np.empty(shape), np.empty(shape)
+            compiled().model_eval(prog.code, prog.consts, prog.arrays, prog.rowlen, np.zeros(shape), np.zeros(1), e, b,
+                                  0.0, False, 0.0, *_spacing_params(get_format("float32")))
+            with np.errstate(all="ignore"):
+                want = np.broadcast_to(Formula.parse(text, allowed, "t").evaluate(terms), shape)
+            assert np.array_equal(e, want, equal_nan=True), text
+    # the single values are folded by the formula's own evaluation: sqrt(K) * c is one constant
+    prog = Formula.parse("c * sqrt(K) * a", allowed, "t").program(env, shape)
+    assert prog.consts.tolist() == [3.0 * np.sqrt(5.0)] and prog.code.size == 6

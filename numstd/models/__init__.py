@@ -143,6 +143,33 @@ class ErrorModel:
             raise SchemaError(f"model for {self.op}: terms {sorted(missing)} are not provided by the reference")
         return np.asarray(self.error.evaluate(scope), dtype=np.float64)
 
+    def evaluate(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """``(E_i, B_i)``: :meth:`pre_rounding` and :meth:`bound` together.
+
+        With the compiled loops and an :class:`Environment`, both come from one pass of
+        ``numstd._native.model_eval`` over the formula compiled by
+        :meth:`~numstd.models.formula.Formula.program` (the same operations in the same order: the
+        same bits, ``tests/test_native.py``); otherwise from numpy, one pass per operation.
+        """
+        from ..native import compiled
+
+        nat = compiled()
+        if nat is not None and isinstance(env, Environment):
+            values = env.values
+            rf = np.asarray(ref_error, dtype=np.float64)
+            if (values.size and values.dtype == np.float64 and values.flags.c_contiguous
+                    and (rf.size == 1 or (rf.shape == values.shape and rf.flags.c_contiguous))):
+                prog = self.error.program(collections.ChainMap(self.constants, env), values.shape)
+                if prog is not None:
+                    from ..ulp import _spacing_params
+
+                    e, b = np.empty(values.shape), np.empty(values.shape)
+                    nat.model_eval(prog.code, prog.consts, prog.arrays, prog.rowlen, values, rf, e, b, self.rho,
+                                   self.ftz, out_fmt.smallest_normal, *_spacing_params(out_fmt))
+                    return e, b
+        e = self.pre_rounding(env)
+        return e, self.bound(env, out_fmt, ref_error, pre=e)
+
     def bound(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0, pre: Any = None) -> np.ndarray:
         """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``
         (``pre``: ``E_i`` when the caller has it already)."""

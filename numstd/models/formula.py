@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import SchemaError
 
-__all__ = ["Formula", "FUNCTIONS"]
+__all__ = ["Formula", "FUNCTIONS", "Program"]
 
 FUNCTIONS: Mapping[str, tuple[int, Callable[..., Any]]] = {
     "sqrt": (1, np.sqrt),
@@ -108,6 +108,138 @@ class Formula:
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         """Evaluate element-wise with numpy broadcasting over the arrays in ``env``."""
         return _eval(self._tree, env)
+
+    def program(self, env: Mapping[str, Any], shape: tuple) -> "Program | None":
+        """The formula compiled for :func:`numstd._native.model_eval` on values of ``shape``, or None
+        where the compiled loop cannot compute exactly what :meth:`evaluate` computes.
+
+        Subexpressions of single values are evaluated here, by :meth:`evaluate`'s own code (so the
+        same bits); the rest becomes one instruction per operation ``+ - * /``, unary ``-``, ``sqrt``
+        and ``abs``, on terms of ``shape`` (C-contiguous float64), terms with one value per row
+        (shape ``shape[:-1] + (1,)``) or per column (shape ``(shape[-1],)``, with leading 1s) and
+        ``absref`` (taken as ``|values|``, which is what :func:`numstd.models.environment` gives).  ``**``, ``log2``, ``max`` and ``min`` of arrays,
+        other broadcasts, or more than :data:`Program.REGISTERS` live values give None.
+        """
+        compiler = _Compiler(env, tuple(shape))
+        try:
+            loc = compiler.emit(self._tree)
+        except (_NotCompiled, KeyError):  # (a missing term: evaluate() says which)
+            return None
+        if loc[0] != _REG or not compiler.code:
+            compiler.code.append((_OPS["copy"], compiler.register(), *loc, _CONST, 0))
+        return Program(np.array(compiler.code, dtype=np.int32).reshape(-1), np.array(compiler.consts, dtype=np.float64),
+                       tuple(compiler.arrays), compiler.rowlen)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A formula compiled by :meth:`Formula.program`: instructions of six int32 (operation,
+    destination register, operand kind and index, second operand kind and index), the constants
+    and the arrays they index, and the row length of per-row terms."""
+
+    code: np.ndarray
+    consts: np.ndarray
+    arrays: tuple
+    rowlen: int
+
+    REGISTERS = 8  # intermediate values live at once (numstd/_native.c: VM_REGS)
+    ARRAYS = 8  # arrays a program may read (VM_ARRAYS)
+
+
+# operand kinds and operations of numstd/_native.c's model_eval (VM_REG.., VM_ADD..)
+_REG, _ARR, _ROW, _CONST, _ABSREF, _COL = range(6)
+_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "neg": 4, "sqrt": 5, "abs": 6, "copy": 7}
+_BINOP_CODES = {ast.Add: _OPS["add"], ast.Sub: _OPS["sub"], ast.Mult: _OPS["mul"], ast.Div: _OPS["div"]}
+_UNARY_CODES = {"sqrt": _OPS["sqrt"], "abs": _OPS["abs"]}
+
+
+class _NotCompiled(Exception):
+    pass
+
+
+class _Compiler:
+    """Code generation for :meth:`Formula.program` (a register per live intermediate value)."""
+
+    def __init__(self, env: Mapping[str, Any], shape: tuple) -> None:
+        self.env, self.shape = env, shape
+        self.code: list = []
+        self.consts: list = []
+        self.arrays: list = []
+        self.rowlen = shape[-1] if shape else 1
+        self.free = list(range(Program.REGISTERS - 1, -1, -1))
+        self._array_index: dict = {}
+
+    def register(self) -> int:
+        if not self.free:
+            raise _NotCompiled
+        return self.free.pop()
+
+    def release(self, loc: tuple) -> None:
+        if loc[0] == _REG:
+            self.free.append(loc[1])
+
+    def const(self, value: Any) -> tuple:
+        self.consts.append(float(value))
+        return (_CONST, len(self.consts) - 1)
+
+    def scalar(self, node: Any) -> bool:
+        """Whether ``node`` is a single value (no array terms under it)."""
+        return all(n.id != "absref" and np.ndim(self.env[n.id]) == 0
+                   for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in FUNCTIONS)
+
+    def term(self, name: str) -> tuple:
+        if name == "absref":
+            return (_ABSREF, 0)
+        if name in self._array_index:
+            return self._array_index[name]
+        x = self.env[name]
+        if not isinstance(x, np.ndarray) or x.dtype != np.float64 or not x.flags.c_contiguous:
+            raise _NotCompiled
+        if x.shape == self.shape:
+            kind = _ARR
+        elif self.shape and x.shape == self.shape[:-1] + (1,):
+            kind = _ROW
+        elif self.shape and x.shape[-1:] == self.shape[-1:] and x.size == self.shape[-1] and x.ndim <= len(self.shape):
+            kind = _COL  # (n,) or (1, .., 1, n): one value per column
+        else:
+            raise _NotCompiled
+        if len(self.arrays) == Program.ARRAYS:
+            raise _NotCompiled
+        self.arrays.append(x)
+        loc = self._array_index[name] = (kind, len(self.arrays) - 1)
+        return loc
+
+    def emit(self, node: Any) -> tuple:
+        """The location (kind, index) of ``node``'s value once the code emitted so far has run."""
+        if self.scalar(node):
+            v = _eval(node, self.env)
+            if np.size(v) != 1:
+                raise _NotCompiled
+            return self.const(v)
+        if isinstance(node, ast.Name):
+            return self.term(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOP_CODES:
+            a, b = self.emit(node.left), self.emit(node.right)
+            self.release(a)
+            self.release(b)
+            dst = self.register()
+            self.code.append((_BINOP_CODES[type(node.op)], dst, *a, *b))
+            return (_REG, dst)
+        if isinstance(node, ast.UnaryOp):
+            a = self.emit(node.operand)
+            if isinstance(node.op, ast.UAdd):
+                return a
+            self.release(a)
+            dst = self.register()
+            self.code.append((_OPS["neg"], dst, *a, _CONST, 0))
+            return (_REG, dst)
+        if isinstance(node, ast.Call) and node.func.id in _UNARY_CODES:
+            a = self.emit(node.args[0])
+            self.release(a)
+            dst = self.register()
+            self.code.append((_UNARY_CODES[node.func.id], dst, *a, _CONST, 0))
+            return (_REG, dst)
+        raise _NotCompiled  # **, log2, max, min of arrays: numpy's own loops
 
 
 def _eval(node: Any, env: Mapping[str, Any]) -> Any:
