@@ -733,7 +733,9 @@ done:
 /* model_eval(code, consts, arrays, rowlen, values, ref_error, e_out, b_out, rho, add_normal, sn, scale, lo):
  * a standard's error formula E_i (numstd.models.formula.Program: the formula compiled to
  * three-address instructions over registers of VM_W values) and the bound B_i of model_bound, in one
- * pass over blocks of VM_W elements instead of one numpy pass per operation.  Each instruction is
+ * pass over blocks of VM_W elements instead of one numpy pass per operation.  With b_out None only
+ * E is computed (any formula: numstd.models.formula.Formula.compute); values may then be None
+ * where the program does not read absref.  Each instruction is
  * the IEEE operation numpy performs for that node of the formula, in the same order, so E and B are
  * the same bits.  code: VM_FIELDS int32 per instruction (op, dst, kind a, index a, kind b, index b);
  * operand kinds: a register, arrays[i] (n values), arrays[i] per row (n / rowlen values, one per
@@ -751,8 +753,8 @@ typedef struct {
     const double *consts; Py_ssize_t nconst;
     const double *arr[VM_ARRAYS]; Py_ssize_t narr;
     Py_ssize_t n, rowlen;
-    const double *values, *rf; int rfull;
-    double *e_out, *b_out;
+    const double *values, *rf; int rfull, need_abs;  /* values: for absref and the bound only */
+    double *e_out, *b_out;                             /* b_out NULL: E only */
     double rho, sn, scale, lo; int add_normal;
 } vm_state;
 
@@ -797,14 +799,13 @@ static inline const double *vm_operand(const vm_state *V, int kind, int idx, Py_
 
 MULTIVERSION static void vm_run(const vm_state *V) {
     NS_ALIGNED(64) double reg[VM_REGS][VM_W], absref[VM_W], sa[VM_W], sb[VM_W];
-    const int res = V->code[(V->ncode - 1) * VM_FIELDS + 1];
     for (Py_ssize_t i0 = 0; i0 < V->n; i0 += VM_W) {
         const int w = V->n - i0 < VM_W ? (int)(V->n - i0) : VM_W;
-        const double *v = V->values + i0;
-        for (int i = 0; i < w; i++) absref[i] = fabs(v[i]);
-        for (Py_ssize_t k = 0; k < V->ncode; k++) {
+        if (V->need_abs) { const double *v = V->values + i0; for (int i = 0; i < w; i++) absref[i] = fabs(v[i]); }
+        double *eo = V->e_out + i0;
+        for (Py_ssize_t k = 0; k < V->ncode; k++) {  /* (the last instruction writes E in place) */
             const int32_t *c = V->code + k * VM_FIELDS;
-            double ca = 0.0, cb = 0.0, *d = reg[c[1]];
+            double ca = 0.0, cb = 0.0, *d = k == V->ncode - 1 ? eo : reg[c[1]];
             const double *pa = vm_operand(V, c[2], c[3], i0, w, reg, absref, sa, &ca);
             const double *pb = c[0] <= VM_DIV ? vm_operand(V, c[4], c[5], i0, w, reg, absref, sb, &cb) : NULL;
             switch (c[0]) {
@@ -818,13 +819,13 @@ MULTIVERSION static void vm_run(const vm_state *V) {
             default: if (pa) memcpy(d, pa, 8 * (size_t)w); else for (int i = 0; i < w; i++) d[i] = ca; break;  /* VM_COPY */
             }
         }
-        const double *e = reg[res], *rf = V->rfull ? V->rf + i0 : V->rf;
-        double *eo = V->e_out + i0, *bo = V->b_out + i0;
+        if (!V->b_out) continue;
+        const double *rf = V->rfull ? V->rf + i0 : V->rf;
+        double *bo = V->b_out + i0;
         const double rho = V->rho, sn = V->sn, scale = V->scale, lo = V->lo;
         for (int i = 0; i < w; i++) {  /* model_bound's operations */
-            double ei = e[i], b = ei + rho * spacing_of(absref[i] + ei, scale, lo);
+            double ei = eo[i], b = ei + rho * spacing_of(absref[i] + ei, scale, lo);
             if (V->add_normal) b = b + sn;
-            eo[i] = ei;
             bo[i] = b + rf[V->rfull ? i : 0];
         }
     }
@@ -844,16 +845,22 @@ static PyObject *model_eval(PyObject *self, PyObject *args) {
     vm_state V = {0};
     memset(varr, 0, sizeof varr);
     if (narr > VM_ARRAYS) { PyErr_SetString(PyExc_ValueError, "numstd._native.model_eval: at most VM_ARRAYS arrays"); return NULL; }
-    if (PyObject_GetBuffer(ovalues, &vval, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    Py_ssize_t n = vval.len / 8;
-    if (get_f64(orf, &vrf, n, "ref_error", 1) < 0) goto done;
+    int bound = ob != Py_None, have_values = ovalues != Py_None;
+    if (PyObject_GetBuffer(oe, &ve, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t n = ve.len / 8;
+    if (have_values && get_f64(ovalues, &vval, n, "values", 0) < 0) goto done;
+    if (bound && get_f64(orf, &vrf, n, "ref_error", 1) < 0) goto done;
+    if (bound && PyObject_GetBuffer(ob, &vb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
     if (PyObject_GetBuffer(ocode, &vcode, PyBUF_C_CONTIGUOUS) < 0) goto done;
     if (PyObject_GetBuffer(oconsts, &vconst, PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (PyObject_GetBuffer(oe, &ve, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (PyObject_GetBuffer(ob, &vb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
     V.code = vcode.buf; V.ncode = vcode.len / (4 * VM_FIELDS); V.consts = vconst.buf; V.nconst = vconst.len / 8;
-    if (vcode.len % (4 * VM_FIELDS) || V.ncode < 1 || vconst.len % 8 || ve.len != 8 * n || vb.len != 8 * n ||
-        rowlen < 1 || n % rowlen) {
+    V.need_abs = bound;
+    for (Py_ssize_t k = 0; k < V.ncode && vcode.len % (4 * VM_FIELDS) == 0; k++) {
+        const int32_t *c = V.code + k * VM_FIELDS;
+        V.need_abs |= c[2] == VM_ABSREF || (c[0] <= VM_DIV && c[4] == VM_ABSREF);
+    }
+    if (vcode.len % (4 * VM_FIELDS) || V.ncode < 1 || vconst.len % 8 || ve.len % 8 || (bound && vb.len != 8 * n) ||
+        (V.need_abs && !have_values) || rowlen < 1 || n % rowlen) {
         PyErr_SetString(PyExc_ValueError, "numstd._native.model_eval: malformed program or outputs");
         goto done;
     }
@@ -877,7 +884,7 @@ static PyObject *model_eval(PyObject *self, PyObject *args) {
         }
     }
     V.n = n; V.rowlen = rowlen; V.values = vval.buf; V.rf = vrf.buf; V.rfull = vrf.len == 8 * n;
-    V.e_out = ve.buf; V.b_out = vb.buf; V.rho = rho; V.sn = sn; V.scale = scale; V.lo = lo; V.add_normal = add_normal;
+    V.e_out = ve.buf; V.b_out = bound ? vb.buf : NULL; V.rho = rho; V.sn = sn; V.scale = scale; V.lo = lo; V.add_normal = add_normal;
     Py_BEGIN_ALLOW_THREADS
     vm_run(&V);
     Py_END_ALLOW_THREADS
@@ -888,12 +895,8 @@ malformed:
     PyErr_SetString(PyExc_ValueError, "numstd._native.model_eval: an instruction is out of range");
 done:
     for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&varr[k]);
-    PyBuffer_Release(&vval);
-    if (vrf.obj) PyBuffer_Release(&vrf);
-    if (vcode.obj) PyBuffer_Release(&vcode);
-    if (vconst.obj) PyBuffer_Release(&vconst);
-    if (ve.obj) PyBuffer_Release(&ve);
-    if (vb.obj) PyBuffer_Release(&vb);
+    PyBuffer_Release(&vval); PyBuffer_Release(&vrf); PyBuffer_Release(&vcode); PyBuffer_Release(&vconst);
+    PyBuffer_Release(&ve); PyBuffer_Release(&vb);  /* (no-ops for views never taken: obj NULL) */
     return result;
 }
 

@@ -639,3 +639,28 @@ def test_formula_programs_leave_out_what_numpy_must_compute():
     # the single values are folded by the formula's own evaluation: sqrt(K) * c is one constant
     prog = Formula.parse("c * sqrt(K) * a", allowed, "t").program(env, shape)
     assert prog.consts.tolist() == [3.0 * np.sqrt(5.0)] and prog.code.size == 6
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_formula_compute_is_evaluate_broadcast(native, monkeypatch):
+    # Formula.compute (the reference bounds of softmax, attention, cross-entropy): a new array of the
+    # requested shape holding evaluate()'s values, compiled or not; absref is an ordinary term here
+    import numstd.native as native_mod
+    from numstd.models.formula import Formula
+
+    if native and not NATIVE:
+        pytest.skip("numstd._native is not built")
+    if not native:
+        monkeypatch.setattr(native_mod, "compiled", lambda: None)
+    rng = np.random.default_rng(8)
+    shape = (5, 700)
+    env = {"U": 2.0**-53, "dev": np.abs(rng.standard_normal(shape)) * 30, "devmean": rng.random((5, 1)),
+           "gamma": 1e-15, "absref": rng.random(shape), "w": rng.standard_normal(700)}
+    env["dev"][2, 5:9] = [0.0, np.inf, np.nan, 1e308]
+    for text in ("U * dev + 11 * U + U * devmean + gamma", "absref * w - devmean / gamma", "devmean", "gamma * 2"):
+        f = Formula.parse(text, set(env), "t")
+        got = f.compute(env, shape)
+        with np.errstate(all="ignore"):
+            want = np.broadcast_to(f.evaluate(env), shape)
+        assert got.shape == shape and got.flags.writeable and np.array_equal(got, want, equal_nan=True), text
+        assert not any(got is v or np.shares_memory(got, v) for v in env.values() if isinstance(v, np.ndarray))

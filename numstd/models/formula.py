@@ -11,6 +11,7 @@ parentheses and the functions ``sqrt``, ``log2``, ``abs``, ``max(a, b)``, ``min(
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -109,7 +110,21 @@ class Formula:
         """Evaluate element-wise with numpy broadcasting over the arrays in ``env``."""
         return _eval(self._tree, env)
 
-    def program(self, env: Mapping[str, Any], shape: tuple) -> "Program | None":
+    def compute(self, env: Mapping[str, Any], shape: tuple) -> np.ndarray:
+        """:meth:`evaluate` broadcast to ``shape`` as a new float64 array: in one compiled pass
+        (:meth:`program`) where that applies, else with numpy; the same bits either way."""
+        from ..native import compiled
+
+        nat = compiled()
+        prog = self.program(env, shape, absref_of_values=False) if nat is not None and math.prod(shape) else None
+        if prog is None:
+            v = np.asarray(self.evaluate(env), dtype=np.float64)
+            return v.copy() if v.shape == tuple(shape) else np.broadcast_to(v, shape).copy()
+        out = np.empty(shape)
+        nat.model_eval(prog.code, prog.consts, prog.arrays, prog.rowlen, None, None, out, None, 0.0, False, 0.0, 1.0, 1.0)
+        return out
+
+    def program(self, env: Mapping[str, Any], shape: tuple, absref_of_values: bool = True) -> "Program | None":
         """The formula compiled for :func:`numstd._native.model_eval` on values of ``shape``, or None
         where the compiled loop cannot compute exactly what :meth:`evaluate` computes.
 
@@ -117,18 +132,73 @@ class Formula:
         same bits); the rest becomes one instruction per operation ``+ - * /``, unary ``-``, ``sqrt``
         and ``abs``, on terms of ``shape`` (C-contiguous float64), terms with one value per row
         (shape ``shape[:-1] + (1,)``) or per column (shape ``(shape[-1],)``, with leading 1s) and
-        ``absref`` (taken as ``|values|``, which is what :func:`numstd.models.environment` gives).  ``**``, ``log2``, ``max`` and ``min`` of arrays,
-        other broadcasts, or more than :data:`Program.REGISTERS` live values give None.
+        ``absref`` (with ``absref_of_values``: taken as ``|values|`` of the values passed to
+        ``model_eval``, which is what :func:`numstd.models.environment` gives).  ``**``, ``log2``,
+        ``max`` and ``min`` of arrays, other broadcasts, or more than :data:`Program.REGISTERS`
+        live values give None.  The code is kept per formula, shape, kinds of the array terms and
+        values of the single ones, so ``check`` compiles once for all its chunks.
         """
-        compiler = _Compiler(env, tuple(shape))
-        try:
-            loc = compiler.emit(self._tree)
-        except (_NotCompiled, KeyError):  # (a missing term: evaluate() says which)
+        shape = tuple(shape)
+        key: list = [self.text, shape, absref_of_values]
+        scalars: dict = {}
+        arrays: dict = {}
+        for name in sorted(self.names):
+            if name == "absref" and absref_of_values:
+                continue
+            try:
+                v = env[name]
+            except KeyError:  # (evaluate() says which term is missing)
+                return None
+            if np.ndim(v) == 0:
+                scalars[name] = v
+                key.append((name, float(v)))
+                continue
+            kind = _array_kind(v, shape)
+            if kind is None:
+                return None
+            arrays[name] = v
+            key.append((name, kind))
+        key_t = tuple(key)
+        plan = _PLANS.get(key_t, False)
+        if plan is False:
+            plan = _compile(self._tree, scalars, shape, absref_of_values, {n: _array_kind(v, shape) for n, v in arrays.items()})
+            if len(_PLANS) >= 256:
+                _PLANS.clear()
+            _PLANS[key_t] = plan
+        if plan is None:
             return None
-        if loc[0] != _REG or not compiler.code:
+        code, consts, names = plan
+        return Program(code, consts, tuple(arrays[n] for n in names), shape[-1] if shape else 1)
+
+
+def _array_kind(x: Any, shape: tuple) -> int | None:
+    """How ``model_eval`` reads the array term ``x`` against values of ``shape`` (None: it cannot)."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float64 or not x.flags.c_contiguous or not shape:
+        return None
+    if x.shape == shape:
+        return _ARR
+    if x.shape == shape[:-1] + (1,):
+        return _ROW
+    if x.shape[-1:] == shape[-1:] and x.size == shape[-1] and x.ndim <= len(shape):
+        return _COL  # (n,) or (1, .., 1, n): one value per column
+    return None
+
+
+def _compile(tree: Any, scalars: dict, shape: tuple, absref_of_values: bool, kinds: dict) -> tuple | None:
+    """(code, constants, names of the array terms in operand order) for :meth:`Formula.program`, or
+    None where the formula needs numpy."""
+    compiler = _Compiler(scalars, absref_of_values, kinds)
+    try:
+        loc = compiler.emit(tree)
+        if loc[0] != _REG:
             compiler.code.append((_OPS["copy"], compiler.register(), *loc, _CONST, 0))
-        return Program(np.array(compiler.code, dtype=np.int32).reshape(-1), np.array(compiler.consts, dtype=np.float64),
-                       tuple(compiler.arrays), compiler.rowlen)
+    except _NotCompiled:
+        return None
+    return (np.array(compiler.code, dtype=np.int32).reshape(-1), np.array(compiler.consts, dtype=np.float64),
+            tuple(compiler.arrays))
+
+
+_PLANS: dict = {}  # Formula.program's key -> _compile's result (None: not compilable)
 
 
 @dataclass(frozen=True)
@@ -158,16 +228,14 @@ class _NotCompiled(Exception):
 
 
 class _Compiler:
-    """Code generation for :meth:`Formula.program` (a register per live intermediate value)."""
+    """Code generation for :meth:`Formula.program`: one register per live intermediate value."""
 
-    def __init__(self, env: Mapping[str, Any], shape: tuple) -> None:
-        self.env, self.shape = env, shape
+    def __init__(self, scalars: dict, absref_of_values: bool, kinds: dict) -> None:
+        self.scalars, self.absref_of_values, self.kinds = scalars, absref_of_values, kinds
         self.code: list = []
         self.consts: list = []
-        self.arrays: list = []
-        self.rowlen = shape[-1] if shape else 1
+        self.arrays: list = []  # names of the array terms, in operand order
         self.free = list(range(Program.REGISTERS - 1, -1, -1))
-        self._array_index: dict = {}
 
     def register(self) -> int:
         if not self.free:
@@ -184,35 +252,21 @@ class _Compiler:
 
     def scalar(self, node: Any) -> bool:
         """Whether ``node`` is a single value (no array terms under it)."""
-        return all(n.id != "absref" and np.ndim(self.env[n.id]) == 0
-                   for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in FUNCTIONS)
+        return all(n.id in self.scalars for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in FUNCTIONS)
 
     def term(self, name: str) -> tuple:
-        if name == "absref":
+        if name == "absref" and self.absref_of_values:
             return (_ABSREF, 0)
-        if name in self._array_index:
-            return self._array_index[name]
-        x = self.env[name]
-        if not isinstance(x, np.ndarray) or x.dtype != np.float64 or not x.flags.c_contiguous:
-            raise _NotCompiled
-        if x.shape == self.shape:
-            kind = _ARR
-        elif self.shape and x.shape == self.shape[:-1] + (1,):
-            kind = _ROW
-        elif self.shape and x.shape[-1:] == self.shape[-1:] and x.size == self.shape[-1] and x.ndim <= len(self.shape):
-            kind = _COL  # (n,) or (1, .., 1, n): one value per column
-        else:
-            raise _NotCompiled
-        if len(self.arrays) == Program.ARRAYS:
-            raise _NotCompiled
-        self.arrays.append(x)
-        loc = self._array_index[name] = (kind, len(self.arrays) - 1)
-        return loc
+        if name not in self.arrays:
+            if len(self.arrays) == Program.ARRAYS:
+                raise _NotCompiled
+            self.arrays.append(name)
+        return (self.kinds[name], self.arrays.index(name))
 
     def emit(self, node: Any) -> tuple:
         """The location (kind, index) of ``node``'s value once the code emitted so far has run."""
         if self.scalar(node):
-            v = _eval(node, self.env)
+            v = _eval(node, self.scalars)
             if np.size(v) != 1:
                 raise _NotCompiled
             return self.const(v)

@@ -35,12 +35,19 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..models.formula import Formula
 from .elementwise import C_EXP, C_LOG
 from .summation import U, halving_sum
 
 __all__ = ["softmax", "log_softmax", "Rows", "exp_rows", "lse_error"]
 
 _TINY = 2.0**-1074
+
+# rel = (2 C_EXP + 3) u + u |d_j| [live] + u devmean + gamma, summed in that order, and softmax's
+# bound y rel + (K + 2) 2^-1074: evaluated in one compiled pass each where numstd._native is built
+# (Formula.compute: the same operations, the same bits)
+_REL = Formula.parse("U * dev + c + U * devmean + gamma", {"U", "dev", "c", "devmean", "gamma"}, "softmax rel")
+_SOFTMAX_BOUND = Formula.parse("y * rel + tiny", {"y", "rel", "tiny"}, "softmax bound")
 
 
 class Rows(NamedTuple):
@@ -81,11 +88,8 @@ def exp_rows(x: np.ndarray, with_lse: bool = True) -> Rows:
         np.put_along_axis(rest, first, 0.0, axis=-1)
         th, _, _ = halving_sum(rest)
         lse = np.log1p(th)[..., None]
-    # rel = (2 C_EXP + 3) u + u |d_j| [live] + u devmean + gamma, summed in that order (in place)
-    rel = np.multiply(U, dev if everywhere else np.where(live, dev, 0.0))
-    rel += (2 * C_EXP + 3) * U
-    rel += U * devmean
-    rel += gamma
+    rel = _REL.compute({"U": U, "dev": dev if everywhere else np.where(live, dev, 0.0), "c": (2 * C_EXP + 3) * U,
+                        "devmean": devmean, "gamma": gamma}, d.shape)
     return Rows(d, e, y, zh, lse, devmean, depth, gamma, rel, dev)
 
 
@@ -122,11 +126,13 @@ def _move(fn):  # run a last-axis implementation on params["axis"]
 def softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``softmax(x, axis)``; see the module docstring for the bound."""
     r = exp_rows(x, with_lse=False)
-    bound = r.y * r.rel
+    tiny = (x.shape[-1] + 2) * _TINY
     positive = r.y > 0
-    if not positive.all():
-        bound = np.where(positive, bound, 0.0)
-    bound += (x.shape[-1] + 2) * _TINY
+    if positive.all():
+        bound = _SOFTMAX_BOUND.compute({"y": r.y, "rel": r.rel, "tiny": tiny}, x.shape)
+    else:
+        bound = np.where(positive, r.y * r.rel, 0.0)
+        bound += tiny
     return r.y, bound, _aux(r, x)
 
 
