@@ -322,8 +322,8 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
     NS_ALIGNED(64) double nrm[GROUP], aes[GROUP], sv[GROUP], sv2[GROUP];
     NS_ALIGNED(64) uint32_t hs[GROUP];
     NS_ALIGNED(64) uint8_t fl[GROUP];
-#ifdef HAVE_BINS_AVX2
     NS_ALIGNED(64) int64_t bn[GROUP];
+#ifdef HAVE_BINS_AVX2
     const int avx2 = __builtin_cpu_supports("avx2"), avx512 = packed32_ok && __builtin_cpu_supports("avx512f");
 #endif
     const double kappa = S->kappa, sn = S->smallest_normal, ovf = S->overflow;
@@ -385,19 +385,18 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
                 for (i = 0; i < m; i++) push_top(S, nrm[i], i0 + i);
             uint32_t (*sub)[NBINS] = S->sub;
 #ifdef HAVE_BINS_AVX2
-            if ((avx512 || avx2) && m == GROUP) {
-                if (avx512) bins_avx512(aes, m, bn);
-                else bins_avx2(aes, m, bn);
-                for (i = 0; i < m; i++) sub[i & 3][bn[i]]++;
-            } else
+            if (avx512 && m == GROUP) bins_avx512(aes, m, bn);
+            else if (avx2 && m == GROUP) bins_avx2(aes, m, bn);
+            else
 #endif
-                for (i = 0; i < m; i++) sub[i & 3][bin_of(aes[i])]++;
+                for (i = 0; i < m; i++) bn[i] = bin_of(aes[i]);
             put_abs(S, aes, m);
-            if (all & G_SIGNED) {
+            if (all & G_SIGNED) {  /* (the histogram's and the bitmap's scattered stores in one loop) */
                 put_signed(S, sv, sv2, m);
                 S->scount += m;
-                for (i = 0; i < m; i++) mark_seen(S->seen, hs[i]);
+                for (i = 0; i < m; i++) { sub[i & 3][bn[i]]++; mark_seen(S->seen, hs[i]); }
             } else {
+                for (i = 0; i < m; i++) sub[i & 3][bn[i]]++;
                 for (i = 0; i < m; i++)
                     if (fl[i] & G_SIGNED) {
                         put_signed(S, sv + i, sv2 + i, 1);
