@@ -28,9 +28,9 @@ __all__ = ["ROOT", "median_time", "interleaved_times", "profile_top", "profile_s
 #: the steps of ``numstd.check``: label -> (file path suffix, function name) of the function doing it
 CHECK_STAGES: dict[str, tuple[str, str]] = {
     "validate inputs": ("numstd/ops.py", "validate"),
-    "float64 reference": ("numstd/reference/__init__.py", "reference"),
+    "float64 reference": ("numstd/reference/__init__.py", "validated_reference"),
     "error-model environment": ("numstd/models/__init__.py", "environment"),
-    "per-element bound": ("numstd/models/__init__.py", "bound"),
+    "per-element bound": ("numstd/models/__init__.py", "evaluate"),
     "judge (ULP errors, distribution, worst)": ("numstd/criteria.py", "add"),
 }
 
