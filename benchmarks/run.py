@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks" / "perf"))
 
-from common import clean_env, loadavg, machine, two_core_probe  # noqa: E402
+from common import clean_env, cross_core_probe, loadavg, machine, two_core_probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -82,6 +82,7 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
         cmd = [sys.executable, str(ROOT / "benchmarks" / "perf" / script)] + (quick_args if quick else full_args)
         print(f"[perf] {key}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
         probe = two_core_probe()  # how much of two cores the machine gives just now
+        xcore = cross_core_probe()  # and what handing data to the other core costs
         t = time.perf_counter()
         load_before, busy0, mine0 = loadavg(), _cpu_busy_s(), _children_cpu_s()
         try:
@@ -98,6 +99,7 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
         res["wall_s"] = round(wall, 1)
         res["loadavg_before"], res["loadavg_after"] = load_before, loadavg()
         res["two_core_probe"] = probe
+        res["cross_core_probe"] = {"before": xcore, "after": cross_core_probe()}
         busy1 = _cpu_busy_s()
         if busy0 is not None and busy1 is not None and wall > 0:
             # cores kept busy by other processes while this benchmark ran (0 on a quiet machine)
@@ -129,6 +131,8 @@ def perf_rows(perf: dict[str, dict]) -> list[dict]:
     def add(key: str, row: dict) -> None:
         row["other"] = perf[key].get("other_cores_busy")
         row["probe"] = (perf[key].get("two_core_probe") or {}).get("efficiency")
+        x = perf[key].get("cross_core_probe") or {}
+        row["xcore"] = [x[k]["ratio"] for k in ("before", "after") if k in x]
         rows.append(row)
 
     def err(key: str) -> bool:
@@ -198,13 +202,14 @@ def perf_rows(perf: dict[str, dict]) -> list[dict]:
 
 
 def perf_table(rows: list[dict]) -> str:
-    lines = ["| benchmark | numstd | baseline | ratio / value | target | | other load | 2 cores |",
-             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    lines = ["| benchmark | numstd | baseline | ratio / value | target | | other load | 2 cores | cross-core |",
+             "|---|---:|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         other = "–" if r.get("other") is None else f"{r['other']:.2f}"
         probe = "–" if r.get("probe") is None else f"{r['probe']:.2f}"
+        xcore = " / ".join(f"{v:.1f}" for v in r.get("xcore") or []) or "–"
         lines.append(f"| {r['what']} | {r['measured']} | {r['baseline']} | {r['value']} | {r['target']} | "
-                     f"{_ok(r['met'])} | {other} | {probe} |")
+                     f"{_ok(r['met'])} | {other} | {probe} | {xcore} |")
     return "\n".join(lines)
 
 
@@ -274,7 +279,9 @@ def readme_section(headline: str, perf_rows_: list[dict], summary: str, date: st
         headline, "",
         "**Speed** (medians of ≥ 5 runs after a warm-up; a ratio target counts as met only when the ratio "
         "of the fastest runs meets it too; *other load*: cores kept busy by other processes meanwhile; "
-        "*2 cores*: the share of two cores the machine gave a two-thread probe just before, 1.00 = all):", "",
+        "*2 cores*: the share of two cores the machine gave a two-thread probe just before, 1.00 = all; "
+        "*cross-core*: the cost of reading what the other core wrote, relative to reading one's own, "
+        "before / after — about 1.1 when the cores share a cache, about 2.3 when not):", "",
         perf_table(short), "",
     ])
 

@@ -197,6 +197,15 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
     consumer)``, from the means so far (:class:`_StageCosts`): for ``exp`` the compiled judge is the
     slower stage and the model's terms stay on the worker; for ``softmax`` the reference is, and
     they move beside the judge.  Where a stage runs never changes what it computes.
+
+    Pipelining pays only while handing a prepared item to the other core is cheap.  On machines
+    whose two cores do not share a cache (a VM whose virtual CPUs the host places on different
+    core complexes, as this project's CI machine does at times), reading what the other thread
+    wrote costs twice as much, and the pipeline becomes slower than doing everything on one thread
+    (exp: 0.14 s against 0.107 s serial and 0.072 s pipelined when the caches are shared;
+    docs/benchmarks.md).  So after a few items the pipeline's pace (wall time per item, consumer
+    included) is compared with a few items done serially (:class:`_Pace`), and the faster way is
+    kept for the rest.
     """
     finish = finish or _same
     it = iter(items)
@@ -210,6 +219,7 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
     from concurrent.futures import ThreadPoolExecutor
 
     cost = _StageCosts()
+    pace = _Pace()
 
     def work(x: Any, finish_here: bool) -> tuple:
         t0 = time.thread_time()
@@ -223,7 +233,7 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
         def submit(x: Any) -> Any:
             return threads.submit(contextvars.copy_context().run, work, x, not cost.finish_beside_consumer())
 
-        pending = deque(submit(x) for x in head)
+        pending: deque = deque()
 
         def take() -> Iterator[Any]:
             r, finished, t_prep, t_fin = pending.popleft().result()
@@ -234,13 +244,80 @@ def prefetch(items: Iterable[Any], prepare: Callable[[Any], Any], background: bo
             t0 = time.thread_time()
             yield r
             cost.add(t_prep, t_fin, time.thread_time() - t0)
+            pace.done(serial=False)
 
-        for item in it:
+        for item in itertools.chain(head, it):
+            if pace.serial_next():
+                while pending:  # (in order: what was submitted comes first)
+                    yield from take()
+                pace.start()
+                yield finish(prepare(item))
+                pace.done(serial=True)
+                continue
             if len(pending) > workers:
                 yield from take()
             pending.append(submit(item))
         while pending:
             yield from take()
+
+
+class _Pace:
+    """Whether :func:`prefetch` should pipeline or work serially, from wall time per item.
+
+    After ``WARMUP`` items, ``PROBE`` items are timed in the pipeline (from one handed-out item to
+    the next, the consumer included), then ``PROBE`` items are done serially; the first ``SETTLE``
+    of those are not counted (the data the other thread wrote last must first move to this core:
+    on machines where that is slow, exactly when serial work would win, the first serial items of
+    exp took 0.83 and 0.59 ms and the next ones 0.45 ms†).  Serial work is kept when its mean is
+    below ``MARGIN`` times the pipeline's, otherwise the pipeline resumes; either way the choice is
+    made again after ``REPROBE`` more items (the machine may have changed).  Fewer than
+    ``WARMUP + 2 PROBE`` items: always the pipeline.
+    """
+
+    WARMUP = 3
+    PROBE = 4
+    SETTLE = 2
+    MARGIN = 0.9
+    REPROBE = 256
+
+    def __init__(self) -> None:
+        self.count = 0  # items handed out
+        self._reset()
+        self.decided: bool | None = None  # True: serial work, False: the pipeline, None: probing
+        self._t = 0.0
+
+    def _reset(self) -> None:
+        self.start_count = self.count
+        self.marks: list = []  # perf_counter after each of the pipeline's measured items
+        self.serial_times: list = []
+
+    def serial_next(self) -> bool:
+        """Whether the next item (about to be submitted) is done serially: after the pipeline was
+        timed, for the probe and, if it was faster, from then on."""
+        return self.decided if self.decided is not None else len(self.marks) > self.PROBE
+
+    def start(self) -> None:
+        """A serial item starts (the pipeline is drained)."""
+        self._t = time.perf_counter()
+
+    def done(self, serial: bool) -> None:
+        """An item was handed out and the consumer came back for the next."""
+        now = time.perf_counter()
+        self.count += 1
+        if self.decided is not None:
+            if self.count - self.start_count >= self.REPROBE:
+                self._reset()
+                self.decided = None
+            return
+        if serial:
+            self.serial_times.append(now - self._t)
+            if len(self.serial_times) == self.PROBE:
+                piped = (self.marks[-1] - self.marks[0]) / (len(self.marks) - 1)
+                settled = self.serial_times[self.SETTLE:]
+                self.decided = sum(settled) / len(settled) < self.MARGIN * piped
+                self.start_count = self.count
+        elif self.count - self.start_count > self.WARMUP and len(self.marks) <= self.PROBE:
+            self.marks.append(now)  # (not the items drained before the probe)
 
 
 def _same(x: Any) -> Any:

@@ -208,9 +208,10 @@ def test_run_py_blocks_and_rows():
         run.replace_block(text, "y", "new")
     rows = run.perf_rows({"survey": {"format": "bfloat16", "op": "exp", "n": 65280, "median_s": 0.3, "ok": False,
                                      "two_core_probe": {"one_thread_s": 0.01, "two_threads_s": 0.012,
-                                                        "efficiency": 0.83}},
+                                                        "efficiency": 0.83},
+                                     "cross_core_probe": {"before": {"ratio": 1.14}, "after": {"ratio": 2.31}}},
                           "memory": {"error": "boom"}})
     assert [r["met"] for r in rows] == [None, False]
     table = run.perf_table(rows).splitlines()
-    assert table[0].endswith("| other load | 2 cores |")
-    assert table[2].endswith("| – |") and table[3].endswith("| 0.83 |")  # memory crashed; survey probed
+    assert table[0].endswith("| other load | 2 cores | cross-core |")
+    assert table[2].endswith("| – | – |") and table[3].endswith("| 0.83 | 1.1 / 2.3 |")  # memory crashed; survey probed

@@ -339,25 +339,56 @@ def test_prefetch_finish_runs_where_it_balances_the_threads(slow):
     from numstd.chunks import prefetch
 
     main = threading.get_ident()
-    where = []
+    where, prepared_here = {}, {}
 
     def prep(i):
+        prepared_here[i] = threading.get_ident() == main
         _spin(0.004 if slow == "prepare" else 0.0005)
         return i
 
     def fin(i):
-        where.append(threading.get_ident() == main)
+        where[i] = threading.get_ident() == main
         _spin(0.001)
         return -i
 
     got = []
-    for v in prefetch(range(16), prep, finish=fin):
+    for v in prefetch(range(24), prep, finish=fin):
         got.append(v)
         _spin(0.0005 if slow == "prepare" else 0.004)  # the consumer
-    assert got == [-i for i in range(16)]
+    assert got == [-i for i in range(24)]
+    # the pipeline is faster than serial work here: only the probe's items are done serially
+    serial = [i for i in range(24) if prepared_here[i]]
+    assert len(serial) == 4 and serial == list(range(serial[0], serial[0] + 4)) and all(where[i] for i in serial)
+    piped = [i for i in range(24) if not prepared_here[i]]
     # nothing decided before 2 warm-up and 3 measured items: on the worker
-    assert not any(where[:5])
-    assert all(where[8:]) if slow == "prepare" else not any(where)
+    assert not any(where[i] for i in piped[:5])
+    assert all(where[i] for i in piped[8:]) if slow == "prepare" else not any(where[i] for i in piped)
+
+
+def test_prefetch_works_serially_when_handing_items_over_is_slow():
+    # a worker that is three times slower than the main thread at the same work (as when the two
+    # cores share no cache and the worker's results must cross to the other one): after the probe,
+    # everything is done serially; results in order
+    import threading
+
+    from numstd.chunks import _Pace, prefetch
+
+    main = threading.get_ident()
+    prepared_here = []
+
+    def prep(i):
+        here = threading.get_ident() == main
+        prepared_here.append(here)
+        _spin(0.002 if here else 0.008)
+        return i
+
+    got = []
+    for v in prefetch(range(30), prep):
+        got.append(v)
+        _spin(0.001)
+    assert got == list(range(30))
+    first = prepared_here.index(True)
+    assert first >= _Pace.WARMUP + _Pace.PROBE and all(prepared_here[first:])
 
 
 def test_prefetch_finish_errors_surface_at_their_item_on_either_side():

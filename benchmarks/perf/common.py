@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 __all__ = ["ROOT", "median_time", "interleaved_times", "profile_top", "profile_stages", "CHECK_STAGES", "machine",
-           "blas_info", "emit", "clean_env", "loadavg", "two_core_probe"]
+           "blas_info", "emit", "clean_env", "loadavg", "two_core_probe", "cross_core_probe"]
 
 #: the steps of ``numstd.check``: label -> (file path suffix, function name) of the function doing it
 CHECK_STAGES: dict[str, tuple[str, str]] = {
@@ -170,6 +170,49 @@ def two_core_probe(n: int = 1 << 20, rounds: int = 20, repeats: int = 3) -> dict
     t1 = min(one() for _ in range(repeats))
     t2 = min(two() for _ in range(repeats))
     return {"one_thread_s": round(t1, 4), "two_threads_s": round(t2, 4), "efficiency": round(t1 / t2, 2)}
+
+
+def cross_core_probe(n: int = 1 << 17, rounds: int = 30) -> dict:
+    """How much it costs right now to read what the other thread just wrote: the main thread sums a
+    1 MiB float64 buffer that a second thread has just filled, against summing one it filled itself
+    (median over ``rounds``).  ``ratio = other / own``: about 1.1 when the two cores share a cache,
+    about 2.3 when they do not — on this VM the host sometimes places the two virtual CPUs on
+    different core complexes for seconds at a time, and ``check``'s pipeline, which hands each
+    prepared chunk to the other thread, then slows down (``numstd.chunks.prefetch`` falls back to
+    serial work; docs/benchmarks.md).  ~20 ms."""
+    import threading
+
+    import numpy as np
+
+    buf = np.zeros(n)
+    go, done = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        for k in range(rounds):
+            go.wait()
+            go.clear()
+            buf[:] = k
+            done.set()
+
+    th = threading.Thread(target=writer)
+    th.start()
+    other = []
+    for _ in range(rounds):
+        go.set()
+        done.wait()
+        done.clear()
+        t = time.perf_counter()
+        buf.sum()
+        other.append(time.perf_counter() - t)
+    th.join()
+    own = []
+    for k in range(rounds):
+        buf[:] = k
+        t = time.perf_counter()
+        buf.sum()
+        own.append(time.perf_counter() - t)
+    o, m = statistics.median(other), statistics.median(own)
+    return {"other_us": round(o * 1e6, 1), "own_us": round(m * 1e6, 1), "ratio": round(o / m, 2)}
 
 
 def blas_info() -> list[dict]:
