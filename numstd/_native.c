@@ -206,7 +206,6 @@ __attribute__((target("avx2"))) static void bins_avx2(const double *ae, int m, i
 /* bins_avx512: the same, eight at a time with AVX-512F, the two table lookups replaced by one
  * lookup in packed32 (two two-register permutes and a blend; gathers are slow) on the top 5 bits
  * of the fraction: #{j : f > N_j} = below + (f > inside) of f's bucket. */
-#define HAVE_BINS_AVX512 1
 __attribute__((target("avx512f"))) static void bins_avx512(const double *ae, int m, int64_t *out) {
     const __m512i fracmask = _mm512_set1_epi64((long long)FRAC_MASK), zero = _mm512_setzero_si512();
     const __m512i base = _mm512_set1_epi64(1 - (long long)BINS_PER_OCTAVE * 1023);

@@ -270,8 +270,8 @@ class _Pace:
     on machines where that is slow, exactly when serial work would win, the first serial items of
     exp took 0.83 and 0.59 ms and the next ones 0.45 ms†).  Serial work is kept when its mean is
     below ``MARGIN`` times the pipeline's, otherwise the pipeline resumes; either way the choice is
-    made again after ``REPROBE`` more items (the machine may have changed).  Fewer than
-    ``WARMUP + 2 PROBE`` items: always the pipeline.
+    made again after ``REPROBE`` more items (the machine may have changed).  A call with fewer
+    items than the probe needs ends before it decides (its last items may then be serial).
     """
 
     WARMUP = 3
