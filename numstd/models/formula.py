@@ -112,14 +112,17 @@ class Formula:
 
     def compute(self, env: Mapping[str, Any], shape: tuple) -> np.ndarray:
         """:meth:`evaluate` broadcast to ``shape`` as a new float64 array: in one compiled pass
-        (:meth:`program`) where that applies, else with numpy; the same bits either way."""
+        (:meth:`program`, C order: every array term is C-contiguous then) where that applies, else
+        numpy's own result (in the memory order numpy chose); the same values either way."""
         from ..native import compiled
 
         nat = compiled()
         prog = self.program(env, shape, absref_of_values=False) if nat is not None and math.prod(shape) else None
-        if prog is None:
+        if prog is None:  # numpy's result as it is: its memory order matters to later reductions
             v = np.asarray(self.evaluate(env), dtype=np.float64)
-            return v.copy() if v.shape == tuple(shape) else np.broadcast_to(v, shape).copy()
+            if v.shape != tuple(shape):
+                return np.broadcast_to(v, shape).copy()
+            return v.copy(order="K") if any(v is t for t in env.values()) else v
         out = np.empty(shape)
         nat.model_eval(prog.code, prog.consts, prog.arrays, prog.rowlen, None, None, out, None, 0.0, False, 0.0, 1.0, 1.0)
         return out
