@@ -53,6 +53,7 @@ class Formula:
     text: str
     names: frozenset
     _tree: Any
+    _sorted_names: tuple = ()
 
     @classmethod
     def parse(cls, text: str, allowed: set[str] | frozenset, where: str) -> "Formula":
@@ -104,7 +105,7 @@ class Formula:
                 names.add(node.id)
                 continue
             raise SchemaError(f"{where}: {type(node).__name__} is not allowed in formula {text!r}")
-        return cls(text=text.strip(), names=frozenset(names), _tree=tree.body)
+        return cls(text=text.strip(), names=frozenset(names), _tree=tree.body, _sorted_names=tuple(sorted(names)))
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         """Evaluate element-wise with numpy broadcasting over the arrays in ``env``."""
@@ -145,22 +146,22 @@ class Formula:
         key: list = [self.text, shape, absref_of_values]
         scalars: dict = {}
         arrays: dict = {}
-        for name in sorted(self.names):
+        for name in self._sorted_names:  # (this loop runs once per chunk: kept lean)
             if name == "absref" and absref_of_values:
                 continue
             try:
                 v = env[name]
             except KeyError:  # (evaluate() says which term is missing)
                 return None
-            if np.ndim(v) == 0:
+            if type(v) is float or (type(v) is np.ndarray and not v.shape) or np.ndim(v) == 0:
                 scalars[name] = v
-                key.append((name, float(v)))
+                key.append(float(v))
                 continue
             kind = _array_kind(v, shape)
             if kind is None:
                 return None
             arrays[name] = v
-            key.append((name, kind))
+            key.append(_KIND_KEYS[kind])  # (a tuple: never equal to a single value's float)
         key_t = tuple(key)
         plan = _PLANS.get(key_t, False)
         if plan is False:
@@ -176,7 +177,7 @@ class Formula:
 
 def _array_kind(x: Any, shape: tuple) -> int | None:
     """How ``model_eval`` reads the array term ``x`` against values of ``shape`` (None: it cannot)."""
-    if not isinstance(x, np.ndarray) or x.dtype != np.float64 or not x.flags.c_contiguous or not shape:
+    if not isinstance(x, np.ndarray) or x.dtype != np.float64 or not shape or not x.flags.c_contiguous:
         return None
     if x.shape == shape:
         return _ARR
@@ -202,6 +203,7 @@ def _compile(tree: Any, scalars: dict, shape: tuple, absref_of_values: bool, kin
 
 
 _PLANS: dict = {}  # Formula.program's key -> _compile's result (None: not compilable)
+_KIND_KEYS = {k: ("array", k) for k in range(6)}
 
 
 @dataclass(frozen=True)
