@@ -145,7 +145,8 @@ def task_id(kind: str, key: Any) -> str:
 #: that editing them neither invalidates finished tasks nor makes workers refuse new ones
 NOT_FINGERPRINTED: frozenset[str] = frozenset({
     "check.py", "criteria.py", "verdict.py", "distribution.py", "registry.py", "templates.py", "publish.py",
-    "docs.py", "report.py", "grade.py", "grade_cli.py", "strategies.py", "pytest_plugin.py", "cli.py",
+    "docs.py", "report.py", "grade.py", "grade_cli.py", "grade_report.py", "grade_frameworks.py",
+    "module_standard.py", "strategies.py", "pytest_plugin.py", "cli.py",
     "survey_cli.py", "backends/cli.py", "executor.py", "sweep.py", "__main__.py", "_callable.py",
     "models/__init__.py",
 })
