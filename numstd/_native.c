@@ -100,6 +100,15 @@ static inline double spacing_of(double r, double scale, double lo) {
     return e == EXP_BITS ? NAN : x;
 }
 
+/* B_i = ((E_i + rho ulp(|r_i| + E_i)) [+ smallest normal]) + ref error: the bound of
+ * numstd.models.ErrorModel.bound (model_bound and model_eval) */
+static inline double bound_of(double e, double absref, double rf, double rho, int add_normal, double sn,
+                              double scale, double lo) {
+    double b = e + rho * spacing_of(absref + e, scale, lo);
+    if (add_normal) b = b + sn;
+    return b + rf;
+}
+
 static inline Py_ssize_t bin_of(double ae) {
     if (ae == 0.0) return 0;
     uint64_t bits = bits_of(ae);
@@ -718,12 +727,7 @@ static PyObject *model_bound(PyObject *self, PyObject *args) {
         double *out = vo.buf;
         int es = ve.len == 8 * n, rs = vr.len == 8 * n;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double ei = e[i * es];
-            double b = ei + rho * spacing_of(a[i] + ei, scale, lo);
-            if (add_normal) b = b + sn;
-            out[i] = b + rf[i * rs];
-        }
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = bound_of(e[i * es], a[i], rf[i * rs], rho, add_normal, sn, scale, lo);
         Py_END_ALLOW_THREADS
         Py_INCREF(Py_None);
         result = Py_None;
@@ -826,11 +830,11 @@ MULTIVERSION static void vm_run(const vm_state *V) {
         const double *rf = V->rfull ? V->rf + i0 : V->rf;
         double *bo = V->b_out + i0;
         const double rho = V->rho, sn = V->sn, scale = V->scale, lo = V->lo;
-        for (int i = 0; i < w; i++) {  /* model_bound's operations */
-            double ei = eo[i], b = ei + rho * spacing_of(absref[i] + ei, scale, lo);
-            if (V->add_normal) b = b + sn;
-            bo[i] = b + rf[V->rfull ? i : 0];
-        }
+        const int add_normal = V->add_normal;
+        if (V->rfull)
+            for (int i = 0; i < w; i++) bo[i] = bound_of(eo[i], absref[i], rf[i], rho, add_normal, sn, scale, lo);
+        else
+            for (int i = 0; i < w; i++) bo[i] = bound_of(eo[i], absref[i], rf[0], rho, add_normal, sn, scale, lo);
     }
 }
 
