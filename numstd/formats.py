@@ -27,7 +27,6 @@ for deep learning" (2022); NVIDIA PTX ISA, ``cvt`` with ``.satfinite``; Croci et
 from __future__ import annotations
 
 import math
-
 import types
 from dataclasses import dataclass
 from typing import Any, Mapping

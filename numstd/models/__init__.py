@@ -137,11 +137,15 @@ class ErrorModel:
 
     def pre_rounding(self, env: Mapping[str, Any]) -> np.ndarray:
         """``E_i``: the formula evaluated on the terms in ``env`` and the constants."""
-        scope = collections.ChainMap(self.constants, env)  # (terms are read when the formula uses them)
+        scope = self._scope(env)
         missing = self.error.names - set(scope)
         if missing:
             raise SchemaError(f"model for {self.op}: terms {sorted(missing)} are not provided by the reference")
         return np.asarray(self.error.evaluate(scope), dtype=np.float64)
+
+    def _scope(self, env: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The names a formula may read: the constants, then the terms (read only when used)."""
+        return collections.ChainMap(self.constants, env)
 
     def evaluate(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """``(E_i, B_i)``: :meth:`pre_rounding` and :meth:`bound` together.
@@ -159,7 +163,7 @@ class ErrorModel:
             rf = np.asarray(ref_error, dtype=np.float64)
             if (values.size and values.dtype == np.float64 and values.flags.c_contiguous
                     and (rf.size == 1 or (rf.shape == values.shape and rf.flags.c_contiguous))):
-                prog = self.error.program(collections.ChainMap(self.constants, env), values.shape)
+                prog = self.error.program(self._scope(env), values.shape)
                 if prog is not None:
                     from ..ulp import _spacing_params
 

@@ -146,6 +146,7 @@ class Formula:
         key: list = [self.text, shape, absref_of_values]
         scalars: dict = {}
         arrays: dict = {}
+        kinds: dict = {}
         for name in self._sorted_names:  # (this loop runs once per chunk: kept lean)
             if name == "absref" and absref_of_values:
                 continue
@@ -160,12 +161,12 @@ class Formula:
             kind = _array_kind(v, shape)
             if kind is None:
                 return None
-            arrays[name] = v
+            arrays[name], kinds[name] = v, kind
             key.append(_KIND_KEYS[kind])  # (a tuple: never equal to a single value's float)
         key_t = tuple(key)
         plan = _PLANS.get(key_t, False)
         if plan is False:
-            plan = _compile(self._tree, scalars, shape, absref_of_values, {n: _array_kind(v, shape) for n, v in arrays.items()})
+            plan = _compile(self._tree, scalars, absref_of_values, kinds)
             if len(_PLANS) >= 256:
                 _PLANS.clear()
             _PLANS[key_t] = plan
@@ -188,7 +189,7 @@ def _array_kind(x: Any, shape: tuple) -> int | None:
     return None
 
 
-def _compile(tree: Any, scalars: dict, shape: tuple, absref_of_values: bool, kinds: dict) -> tuple | None:
+def _compile(tree: Any, scalars: dict, absref_of_values: bool, kinds: dict) -> tuple | None:
     """(code, constants, names of the array terms in operand order) for :meth:`Formula.program`, or
     None where the formula needs numpy."""
     compiler = _Compiler(scalars, absref_of_values, kinds)
