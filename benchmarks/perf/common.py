@@ -140,8 +140,8 @@ def two_core_probe(n: int = 1 << 20, rounds: int = 20, repeats: int = 3) -> dict
     ``np.exp`` over ``n`` elements, GIL released) on one thread, then on two threads at once (each
     its own arrays); fastest of ``repeats``.  ``efficiency = one / two``: 1.0 when the second thread
     runs on a core of its own, 0.5 when both share one.  ``check`` runs two threads, the baselines
-    mostly one, so a low value explains a slow run (docs/benchmarks.md: an intermittently slow
-    machine).  ~0.2 s."""
+    mostly one, so a low value explains a slow run.  (It does not see two cores that share no
+    cache — independent threads run as fast then — :func:`cross_core_probe` does.)  ~0.2 s."""
     import threading
 
     import numpy as np
