@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _aliases
 from ._version import __version__
-from .check import assert_conforms, check
-from .errors import (
+
+_aliases.install()  # the module paths before the layer packages (numstd.formats, numstd.registry, ...)
+
+from .judge.check import assert_conforms, check
+from .core.errors import (
     AmbiguousStandard,
     BackendUnavailable,
     DataIntegrityError,
@@ -28,9 +32,9 @@ from .errors import (
     StandardNotFound,
     UnknownOpError,
 )
-from .formats import FORMATS, Format, get_format, round_to
-from .ulp import ulp_distance, ulp_error
-from .verdict import Verdict
+from .core.formats import FORMATS, Format, get_format, round_to
+from .core.ulp import ulp_distance, ulp_error
+from .judge.verdict import Verdict
 
 __all__ = [
     "__version__",
@@ -66,11 +70,11 @@ __all__ = [
 # name -> (module, attribute), imported on first access (PEP 562)
 _LAZY = {
     "reference": ("numstd.reference", "reference"),
-    "get_standard": ("numstd.registry", "get_standard"),
-    "find_standard": ("numstd.registry", "find_standard"),
-    "list_standards": ("numstd.registry", "list_standards"),
-    "survey": ("numstd.survey", "survey"),
-    "grade": ("numstd.grade", "grade"),
+    "get_standard": ("numstd.catalog.registry", "get_standard"),
+    "find_standard": ("numstd.catalog.registry", "find_standard"),
+    "list_standards": ("numstd.catalog.registry", "list_standards"),
+    "survey": ("numstd.survey", None),  # the package is also the function (numstd.core._callable)
+    "grade": ("numstd.grade", None),
 }
 
 
@@ -79,7 +83,8 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(mod), attr)
+        module = importlib.import_module(mod)
+        value = module if attr is None else getattr(module, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'numstd' has no attribute {name!r}")

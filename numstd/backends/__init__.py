@@ -30,7 +30,7 @@ import threading
 import types
 from typing import Any, Mapping
 
-from ..errors import BackendUnavailable
+from ..core.errors import BackendUnavailable
 from .base import Backend
 
 __all__ = ["Backend", "get", "names", "all_backends", "BACKENDS"]

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BackendUnavailable, DtypeError, ParameterError
+from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 
 __all__ = ["Backend", "ALL_OPS", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags"]
@@ -122,7 +122,7 @@ class Backend:
         this backend cannot run ``op`` on inputs of that format (an op it does not implement, fp8
         on a library without fp8 math, float64 on a device without it).
         """
-        from ..formats import get_format
+        from ..core.formats import get_format
 
         first = next((f for f in input_formats if f is not None), None)
         if first is None or op not in self.ops():
@@ -154,7 +154,7 @@ class Backend:
         UnknownOpError, ParameterError, DtypeError, ShapeError
             For a malformed call, or an op/format this backend does not implement.
         """
-        from ..ops import get_op, validate
+        from ..ops.catalog import get_op, validate
 
         self.require()
         flags = {k: params.pop(k) for k in list(params) if k in self.flag_params}

@@ -193,7 +193,7 @@ class JaxBackend(Backend):
         return out
 
     def _precision(self, flags: dict) -> str:
-        from ..errors import ParameterError
+        from ..core.errors import ParameterError
 
         precision = flags.get("precision")
         if precision is None:

@@ -132,7 +132,7 @@ class NumpyBackend(Backend):
         return True, ""
 
     def input_formats(self) -> frozenset[str]:
-        from ..formats import FORMATS
+        from ..core.formats import FORMATS
 
         return frozenset(n for n in FORMATS if n != "tf32")
 
@@ -152,7 +152,7 @@ class NumpyBackend(Backend):
         return {"working_precision": "float32 (float64 for float64 inputs)"}
 
     def _compute(self, op: str, arrays: list, params: dict, flags: dict) -> np.ndarray:
-        from ..formats import round_to
+        from ..core.formats import round_to
 
         out_dtype = arrays[0].dtype
         work = np.float64 if out_dtype == np.float64 else np.float32

@@ -188,7 +188,7 @@ class TorchBackend(Backend):
         import torch
         import torch.nn.functional as F
 
-        from ..arrays import to_numpy
+        from ..core.arrays import to_numpy
 
         dev = self._torch_device()
         args = [None if a is None else to_torch(a, dev) for a in arrays]

@@ -128,7 +128,7 @@ class Variant:
         ``inputs`` and ``params`` as :func:`numstd.ops.validate` returns them (numpy arrays,
         defaults filled), as :attr:`fn` receives them.
         """
-        from ..formats import get_format
+        from ..core.formats import get_format
 
         out_fmt = get_format(out)
         if self.acc_formats is not None and get_format(acc).name not in self.acc_formats:
@@ -152,8 +152,8 @@ class Variant:
         seed : int
             Seed of the variant's randomness (stochastic rounding, corrupted position).
         """
-        from ..formats import get_format
-        from ..ops import validate
+        from ..core.formats import get_format
+        from ..ops.catalog import validate
 
         _, arrays, full = validate(self.op, list(inputs), dict(params or {}))
         return self.fn(arrays, full, get_format(out), get_format(acc), int(seed))
@@ -161,7 +161,7 @@ class Variant:
 
 def input_formats(inputs: Sequence[Any]) -> list:
     """One :class:`~numstd.formats.Format` per input (None for integer inputs and None inputs)."""
-    from ..formats import FORMATS
+    from ..core.formats import FORMATS
 
     fmts = []
     for x in inputs:
@@ -193,7 +193,7 @@ class _Corpus(Mapping):
     def __getitem__(self, op: str) -> tuple[Variant, ...]:
         table = self._load()
         if op not in table:
-            from ..errors import UnknownOpError
+            from ..core.errors import UnknownOpError
 
             raise UnknownOpError(
                 f"the corpus has no variants for op {op!r}; it covers: {', '.join(table)}")

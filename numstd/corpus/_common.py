@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..formats import Format, round_to
+from ..core.formats import Format, round_to
 from . import Variant
 
 __all__ = [
@@ -217,7 +217,7 @@ def truncation_visible(fn: Callable, min_count: int = 32, min_fraction: float = 
     where outputs are exact): the bug is observable when that shift is at least ``min_fraction``
     ULP over at least ``min_count`` elements.
     """
-    from ..formats import FORMATS
+    from ..core.formats import FORMATS
 
     def observable(inputs: Sequence[Any], params: Any, out: Format) -> bool:
         fp32 = FORMATS["float32"]

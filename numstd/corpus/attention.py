@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..formats import Format
+from ..core.formats import Format
 from ._common import (
     FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch,
     torch_same_format, Work,
@@ -155,7 +155,7 @@ def _sixteen_bit_v(out: Format, fmts: list, params: Any) -> bool:
        "FlashAttention-2 with the probabilities P rounded to v's 16-bit format before the P @ V "
        "tensor-core GEMM (the running sum keeps fp32 P)", applies=_sixteen_bit_v)
 def _a_flash_p(pb, out):
-    from ..formats import get_format
+    from ..core.formats import get_format
 
     return _flash(pb, round_p=get_format(pb.vfmt))
 
@@ -209,8 +209,8 @@ def _attn_differs(**bug: Any) -> Callable:
     """
 
     def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
-        from ..formats import FORMATS
-        from ..ulp import ulp
+        from ..core.formats import FORMATS
+        from ..core.ulp import ulp
 
         if not np.size(inputs[0]) or not np.size(inputs[1]):
             return False

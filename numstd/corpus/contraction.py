@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..formats import FORMATS, Format
+from ..core.formats import FORMATS, Format
 from ._common import (
     FP32_ONLY, corrupt_one, f64, finish, float32_inputs, from_torch, low_precision_inputs,
     narrow_out, registrar, rnd, to_torch, torch_same_format,
@@ -363,7 +363,7 @@ def _transposed(A, B, acc, out, seed):
 
 @_contraction("zeros", "zeros", False, "returns zeros of the right shape and dtype")
 def _zeros(A, B, acc, out, seed):
-    from ..ops import output_shape
+    from ..ops.catalog import output_shape
 
     return np.zeros(output_shape("matmul", [A, B]))
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..formats import Format
+from ..core.formats import Format
 from ._common import (
     FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, to_torch, torch_inputs, Work,
 )
@@ -132,8 +132,8 @@ def _deviates(op: str, bug: Callable, ulps: float = 8.0) -> Callable:
     """
 
     def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
-        from ..formats import get_format
-        from ..ulp import ulp
+        from ..core.formats import get_format
+        from ..core.ulp import ulp
 
         x = f64(inputs[0])
         with np.errstate(all="ignore"):
@@ -422,7 +422,7 @@ def _erf_as(op, inputs, params, out, acc, seed):
        "polynomial, every step rounded to bfloat16 (relative error ~ |n| 2^-9)", ops=("exp",),
        observe=True)
 def _exp_bf16(op, inputs, params, out, acc, seed):
-    from ..formats import FORMATS
+    from ..core.formats import FORMATS
 
     b = Work(FORMATS["bfloat16"])
     x = b.load(inputs[0])
@@ -441,7 +441,7 @@ def _exp_bf16(op, inputs, params, out, acc, seed):
        "sqrt(x) as exp(0.5 * log(x)) with each step rounded to bfloat16 (relative error "
        "~ |log x| 2^-9)", ops=("sqrt",), observe=True)
 def _sqrt_explog(op, inputs, params, out, acc, seed):
-    from ..formats import FORMATS
+    from ..core.formats import FORMATS
 
     b = Work(FORMATS["bfloat16"])
     x = b.load(inputs[0])

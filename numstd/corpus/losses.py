@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..formats import Format
+from ..core.formats import Format
 from ._common import (
     FP32_ONLY, f64, finish, from_torch, registrar, row_sum, to_torch, torch_same_format, Work,
 )
@@ -145,8 +145,8 @@ def _ce_differs(bug: Callable) -> Callable:
     """``observable``: the bug's loss is off by more than 8 output ULPs + 32 u_fp32 * scale."""
 
     def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
-        from ..formats import get_format
-        from ..ulp import ulp
+        from ..core.formats import get_format
+        from ..core.ulp import ulp
 
         if not np.size(inputs[0]):
             return False

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..formats import Format
+from ..core.formats import Format
 from ._common import (
     FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch,
     torch_same_format, Work,
@@ -110,7 +110,7 @@ def _outputs_differ(y_bug: np.ndarray, y_true: np.ndarray, cond: np.ndarray, K: 
     Legitimate fp32 kernels stay within about ``1.1 sqrt(K) u_fp32 cond`` (measured on the
     suites' distributions): the margin is 16x.
     """
-    from ..ulp import ulp
+    from ..core.ulp import ulp
 
     with np.errstate(all="ignore"):
         tol = 2.0 * ulp(y_true, out) + 16.0 * np.sqrt(K) * 2.0 ** -24 * cond
@@ -288,7 +288,7 @@ def _one_pass_var(a: Affine) -> tuple[np.ndarray, np.ndarray]:
 
 def _one_pass_visible(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
     """The fp32 one-pass variance changes some output beyond legitimate error (float64 check)."""
-    from ..formats import FORMATS
+    from ..core.formats import FORMATS
 
     a = Affine(inputs, params, FORMATS["float32"])
     if not a.x.size:

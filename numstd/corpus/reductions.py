@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..formats import FORMATS, Format
+from ..core.formats import FORMATS, Format
 from ._common import (
     FP32_ONLY, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
     torch_same_format, Work,

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..formats import Format, round_to
+from ..core.formats import Format, round_to
 from ._terms import Terms
 
 __all__ = ["Accumulator"]

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import to_numpy
-from ..errors import DtypeError, FormatError, ParameterError, ShapeError
-from ..formats import FORMATS, Format, get_format, round_to
+from ..core.arrays import to_numpy
+from ..core.errors import DtypeError, FormatError, ParameterError, ShapeError
+from ..core.formats import FORMATS, Format, get_format, round_to
 
 __all__ = ["Operand", "operand", "host_array", "exponents", "ProductTerms", "ArrayTerms", "Terms"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..formats import round_to
+from ..core.errors import ParameterError
+from ..core.formats import round_to
 from ._terms import CHUNK_ELEMENTS, ProductTerms
 from .summation import reduce_terms
 

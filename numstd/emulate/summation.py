@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..formats import get_format
+from ..core.errors import ParameterError
+from ..core.formats import get_format
 from ._accumulator import Accumulator
 from ._terms import ArrayTerms, Terms, check_order_parameter, host_array
 

@@ -48,8 +48,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..formats import get_format
+from ..core.errors import ParameterError
+from ..core.formats import get_format
 from ._accumulator import Accumulator
 from ._terms import ProductTerms, check_order_parameter, exponents
 from .matmul import to_output

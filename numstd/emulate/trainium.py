@@ -41,8 +41,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import DtypeError, ParameterError
-from ..formats import get_format, round_to
+from ..core.errors import DtypeError, ParameterError
+from ..core.formats import get_format, round_to
 from ._accumulator import Accumulator
 from ._terms import ProductTerms, check_order_parameter, host_array
 from .matmul import to_output

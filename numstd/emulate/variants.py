@@ -41,8 +41,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..formats import get_format
+from ..core.errors import ParameterError
+from ..core.formats import get_format
 from .matmul import matmul
 from .tensor_core import tensor_core_matmul
 from .trainium import trainium_matmul

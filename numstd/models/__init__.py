@@ -32,7 +32,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import SchemaError
+from ..core.errors import SchemaError
 from .formula import Formula
 
 __all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
@@ -155,7 +155,7 @@ class ErrorModel:
         :meth:`~numstd.models.formula.Formula.program` (the same operations in the same order: the
         same bits, ``tests/test_native.py``); otherwise from numpy, one pass per operation.
         """
-        from ..native import compiled
+        from ..core.native import compiled
 
         nat = compiled()
         if nat is not None and isinstance(env, Environment):
@@ -165,7 +165,7 @@ class ErrorModel:
                     and (rf.size == 1 or (rf.shape == values.shape and rf.flags.c_contiguous))):
                 prog = self.error.program(self._scope(env), values.shape)
                 if prog is not None:
-                    from ..ulp import _spacing_params
+                    from ..core.ulp import _spacing_params
 
                     e, b = np.empty(values.shape), np.empty(values.shape)
                     nat.model_eval(prog.code, prog.consts, prog.arrays, prog.rowlen, values, rf, e, b, self.rho,
@@ -177,8 +177,8 @@ class ErrorModel:
     def bound(self, env: Mapping[str, Any], out_fmt: Any, ref_error: Any = 0.0, pre: Any = None) -> np.ndarray:
         """Per-element bound ``B_i`` (module docstring) for the output format ``out_fmt``
         (``pre``: ``E_i`` when the caller has it already)."""
-        from ..native import compiled
-        from ..ulp import _spacing_params, ulp
+        from ..core.native import compiled
+        from ..core.ulp import _spacing_params, ulp
 
         e = self.pre_rounding(env) if pre is None else pre
         absref = np.asarray(env["absref"])
@@ -225,7 +225,7 @@ class Environment(collections.abc.Mapping):
             if key == "absref":
                 v = np.abs(self._values)
             elif key == "ulp":
-                from ..ulp import ulp
+                from ..core.ulp import ulp
 
                 v = ulp(self._values, self._out)
             else:

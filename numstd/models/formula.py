@@ -17,7 +17,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import SchemaError
+from ..core.errors import SchemaError
+from ..core.native import VM_ARRAYS, VM_REGS
 
 __all__ = ["Formula", "FUNCTIONS", "Program"]
 
@@ -115,7 +116,7 @@ class Formula:
         """:meth:`evaluate` broadcast to ``shape`` as a new float64 array: in one compiled pass
         (:meth:`program`, C order: every array term is C-contiguous then) where that applies, else
         numpy's own result (in the memory order numpy chose); the same values either way."""
-        from ..native import compiled
+        from ..core.native import compiled
 
         nat = compiled()
         prog = self.program(env, shape, absref_of_values=False) if nat is not None and math.prod(shape) else None
@@ -218,8 +219,8 @@ class Program:
     arrays: tuple
     rowlen: int
 
-    REGISTERS = 8  # intermediate values live at once (numstd/_native.c: VM_REGS)
-    ARRAYS = 8  # arrays a program may read (VM_ARRAYS)
+    REGISTERS = VM_REGS  # intermediate values live at once (numstd/_native.c: VM_REGS)
+    ARRAYS = VM_ARRAYS  # arrays a program may read (VM_ARRAYS)
 
 
 # operand kinds and operations of numstd/_native.c's model_eval (VM_REG.., VM_ADD..)

@@ -102,7 +102,7 @@ def _readonly(a: Any) -> np.ndarray:
 
 
 def _finish_bound(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
-    from ..native import compiled
+    from ..core.native import compiled
 
     nat = compiled()
     if (nat is not None and isinstance(bound, np.ndarray) and bound.dtype == np.float64 and values.dtype == np.float64
@@ -163,7 +163,7 @@ def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, row_off
     >>> float(r.values), bool(r.error_bound <= 2.0**-60)
     (1.0, True)
     """
-    from ..ops import validate
+    from ..ops.catalog import validate
 
     spec, arrays, full = validate(op, inputs, params)
     return validated_reference(spec.name, arrays, full, resolution=resolution, row_offset=row_offset, cache=cache)
@@ -196,6 +196,6 @@ def validated_reference(op: str, arrays: Sequence[np.ndarray], full: Mapping[str
 _IMPLS: dict = {}  # op -> its implementation, imported on first use
 
 
-from .._callable import make_callable  # noqa: E402
+from ..core._callable import make_callable  # noqa: E402
 
 make_callable(__name__, reference)

@@ -34,7 +34,7 @@ import numpy as np
 from .contraction import ROW0_KEY, padded_matmul, dot, dot_dd
 from .elementwise import C_EXP
 from .softmax import exp_rows
-from .summation import U, two_prod
+from ..core.summation import U, two_prod
 
 __all__ = ["attention"]
 

@@ -55,10 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import get_format
+from ..core.formats import get_format
 
-from ..native import compiled
-from .summation import DD_C, U, pairwise_sum, two_prod, two_sum
+from ..core.native import compiled
+from ..core.summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
 __all__ = ["matmul", "linear", "dot", "dot_dd", "padded_matmul", "operand", "abs_product", "gamma", "FLAG_FRACTION",
            "EXACT_PER_ROW", "ROW_BLOCK"]
@@ -114,7 +114,7 @@ def padded_matmul(a: np.ndarray, b: np.ndarray, row0: int = 0, rows: np.ndarray 
 
 
 def _ulp_in(v: np.ndarray, resolution: Any) -> np.ndarray:
-    from ..ulp import ulp
+    from ..core.ulp import ulp
 
     return ulp(v, resolution)
 
@@ -130,7 +130,7 @@ _F32_SMALLEST_NORMAL = 2.0**-126
 
 def _float32_exact(x: np.ndarray) -> bool:
     """Whether every value of ``x``'s dtype is a float32 (float32, tf32, bf16, fp16, the fp8s)."""
-    from ..formats import FORMATS
+    from ..core.formats import FORMATS
 
     f = FORMATS.get(x.dtype.name)
     return (f is not None and f.p <= 24 and f.max_finite <= float(np.finfo(np.float32).max)

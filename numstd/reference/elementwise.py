@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .summation import U, two_prod
+from ..core.summation import U, two_prod
 
 __all__ = ["elementwise", "C_EXP", "C_LOG", "C_TANH", "C_ERF", "C_ERFCX"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .softmax import exp_rows, lse_error
-from .summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
+from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["cross_entropy"]
 

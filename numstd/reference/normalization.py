@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
+from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["layer_norm", "rms_norm"]
 

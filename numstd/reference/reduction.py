@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum
+from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum
 
 __all__ = ["sum_", "mean", "cumsum"]
 

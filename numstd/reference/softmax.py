@@ -37,7 +37,7 @@ import numpy as np
 
 from ..models.formula import Formula
 from .elementwise import C_EXP, C_LOG
-from .summation import U, halving_sum
+from ..core.summation import U, halving_sum
 
 __all__ = ["softmax", "log_softmax", "Rows", "exp_rows", "lse_error"]
 

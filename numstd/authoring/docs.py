@@ -1,0 +1,118 @@
+"""Generated documentation of the standards: ``docs/standards/<op>.md``, one anchor per ID.
+
+``python -m numstd docs`` regenerates it; a test fails when the committed pages differ from what
+the standard files generate (stale docs).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_standard", "render", "generate", "configure", "run"]
+
+
+def _anchor(key: str) -> str:
+    return key.lower().replace("@", "-v")
+
+
+def render_standard(s) -> str:  # noqa: ANN001 - Standard
+    """Human-readable text of one standard (also used by the docs generator)."""
+    c = s.criteria
+    consts = ", ".join(f"{k} = {v:g}" for k, v in sorted(s.model.constants.items())) or "none"
+    lines = [
+        f"{s.key} — {s.title}",
+        f"  status: {s.status}{' (default for its formats)' if s.default else ''}; sha256 {s.sha256}",
+        f"  op: {s.op}; inputs {', '.join(s.formats['inputs'])}; accumulate {s.accumulate.name}; output {s.output.name}",
+    ]
+    if s.selector:
+        lines.append(f"  selected by: {', '.join(f'{k}={v!r}' for k, v in s.selector.items())}")
+    if s.supersedes:
+        lines.append(f"  supersedes: {s.supersedes}")
+    if s.op == "module":  # graded by numstd.grade: the fields mean something else (docs/grading.md)
+        from ..grade.grading import describe_module_standard
+
+        text = describe_module_standard(s)
+        lines += (text.splitlines() if isinstance(text, str) else list(text))
+    else:
+        lines += [
+            "  bound:  B_i = E_i + rho·ulp_out(|r_i| + E_i)" + (" + 2^emin_out (flush-to-zero allowed)" if s.model.ftz else "")
+            + " + reference error",
+            f"          E_i = {s.model.error.text}",
+            f"          rho = {s.model.rho:g} ulp; constants: {consts}",
+            "  criteria:",
+            f"    bound: |a_i − r_i| ≤ B_i for all but a fraction {c.bound_max_fraction:g} of elements",
+            f"    bias:  |mean signed ulp error| ≤ {c.bias_tau:g} + {c.bias_z:g}·max(sd, rho/√3)/√n_eff over elements "
+            f"with E_i ≤ {c.bias_kappa:g}·ulp",
+            f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
+            + ("compared" if c.signed_zero else "ignored"),
+            f"    output rounding accepted: {', '.join(c.output_rounding)}",
+        ]
+        if c.ulp_max is not None:
+            lines.append(f"    ulp_max: {c.ulp_max:g}")
+        for q, v in sorted(c.ulp_quantiles.items()):
+            lines.append(f"    ulp quantile {q:g}: ≤ {v:g}")
+    lines.append("  rationale:")
+    lines += ["    " + line for line in s.rationale.splitlines()]
+    if s.citations:
+        lines.append("  citations:")
+        lines += [f"    - {x}" for x in s.citations]
+    lines.append("  provenance:")
+    lines += [f"    {k}: {v}" for k, v in s.provenance.items()]
+    return "\n".join(lines)
+
+
+def render(root: Any = None) -> dict[str, str]:
+    """``{file name: markdown}`` for every op with standards, plus ``README.md`` (the index)."""
+    from ..catalog.registry import list_standards
+
+    stds = list_standards(root=root)
+    pages: dict[str, str] = {}
+    ops = sorted({s.op for s in stds})
+    index = ["# numstd standards catalog", "",
+             "Generated from `standards/` by `python -m numstd docs`; do not edit. Cite a standard as",
+             "`ID@N`; each has an anchor below. Formulas and their sources: [methodology](../methodology.md).", "",
+             "| standard | op | inputs → output (accumulate) | status | default |", "|---|---|---|---|---|"]
+    for s in stds:
+        index.append(f"| [{s.key}]({s.op}.md#{_anchor(s.key)}) | {s.op} | {' × '.join(s.formats['inputs'])} → "
+                     f"{s.output.name} ({s.accumulate.name}) | {s.status} | {'yes' if s.default else ''}"
+                     f"{' (' + ', '.join(f'{k}={v}' for k, v in s.selector.items()) + ')' if s.selector else ''} |")
+    index.append("")
+    index.append(f"{len(stds)} standards.")
+    pages["README.md"] = "\n".join(index) + "\n"
+    for op in ops:
+        lines = [f"# {op}", "", "Generated from `standards/" + op + "/`; do not edit.", ""]
+        for s in (x for x in stds if x.op == op):
+            lines += [f'<a id="{_anchor(s.key)}"></a>', f"## {s.key}", "", "```text", render_standard(s), "```", ""]
+        pages[f"{op}.md"] = "\n".join(lines)
+    return pages
+
+
+def generate(out: str | Path, standards_root: Any = None) -> list[Path]:
+    """Write the pages to ``out`` (removing stale ones); returns the written paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pages = render(standards_root)
+    for old in out.glob("*.md"):
+        if old.name not in pages:
+            old.unlink()
+    written = []
+    for name, text in pages.items():
+        p = out / name
+        p.write_text(text, encoding="utf-8")
+        written.append(p)
+    return written
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default=None, help="output directory (default: docs/standards of the repository)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .publish import _repo_root
+
+    out = Path(args.out) if args.out else _repo_root() / "docs" / "standards"
+    for p in generate(out):
+        print(p)
+    return 0

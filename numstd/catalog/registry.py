@@ -1,0 +1,436 @@
+"""The standards registry: load, validate, look up and verify the standard files.
+
+Standards live in ``standards/<op>/<ID>@<version>.toml`` (shipped in the wheel as the package
+``numstd.standards``).  Each file is validated on load against the schema below; an unknown key, a
+missing field or a bad formula is a :class:`~numstd.errors.SchemaError` that names the file and the
+field.  Published files (status ``active`` or ``deprecated``) are immutable: ``standards/LOCK`` holds
+their sha256, and a published file whose bytes differ from its LOCK entry is refused with a
+:class:`~numstd.errors.DataIntegrityError`.  A change is a new file with the next version and
+``supersedes``; every published ``ID@version`` stays resolvable by :func:`get_standard`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..core.errors import AmbiguousStandard, DataIntegrityError, SchemaError, StandardNotFound
+from ..core.formats import Format, get_format
+from ..models import ErrorModel
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "Standard",
+    "Criteria",
+    "get_standard",
+    "find_standard",
+    "list_standards",
+    "load_standard",
+    "load_registry",
+    "read_lock",
+    "file_sha256",
+    "standards_root",
+    "STATUSES",
+]
+
+STATUSES = ("draft", "active", "deprecated")
+_ID_RE = re.compile(r"^NS-[A-Z0-9]+(?:-[A-Z0-9]+)*$")
+_TOP_KEYS = {
+    "schema": int, "id": str, "version": int, "status": str, "op": str, "title": str,
+    "default": bool, "supersedes": str, "selector": dict, "formats": dict, "model": dict,
+    "criteria": dict, "suite": dict, "rationale": dict, "provenance": dict,
+}
+_REQUIRED = ("schema", "id", "version", "status", "op", "title", "formats", "model", "criteria", "rationale", "provenance")
+_FORMAT_KEYS = {"inputs", "accumulate", "output"}
+_CRITERIA_KEYS = {
+    "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
+    "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool,
+}
+_RATIONALE_KEYS = {"text": str, "citations": list}
+_PROVENANCE_KEYS = {
+    "method": str, "command": str, "date": str, "numstd_version": str, "backends": list,
+    "evidence": str, "evidence_sha256": str, "notes": str,
+}
+_SUITE_KEYS = {"distributions": list, "shapes": list, "seeds": list, "params": dict, "specials": bool}
+_ROUNDINGS = {"rne", "stochastic", "rtz"}
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """Pass criteria of a standard (see :mod:`numstd.criteria`)."""
+
+    bound_max_fraction: float = 0.0
+    bias_tau: float = 0.1
+    bias_z: float = 6.0
+    bias_kappa: float = 8.0
+    ulp_max: float | None = None
+    ulp_quantiles: Mapping[float, float] = field(default_factory=dict)
+    output_rounding: tuple[str, ...] = ("rne",)
+    nan_policy: str = "match"
+    signed_zero: bool = False
+
+
+@dataclass(frozen=True)
+class Standard:
+    """One immutable, versioned standard (one file)."""
+
+    id: str
+    version: int
+    status: str
+    op: str
+    title: str
+    default: bool
+    supersedes: str | None
+    selector: Mapping[str, Any]
+    inputs: tuple[Format, ...]
+    accumulate: Format
+    output: Format
+    model: ErrorModel
+    criteria: Criteria
+    suite: Mapping[str, Any]
+    rationale: str
+    citations: tuple[str, ...]
+    provenance: Mapping[str, Any]
+    path: str
+    sha256: str
+
+    @property
+    def key(self) -> str:
+        """``ID@version``, what a reviewer cites."""
+        return f"{self.id}@{self.version}"
+
+    @property
+    def citation(self) -> str:
+        """``ID@version (sha256:prefix)``: the exact bytes the verdict was judged by."""
+        return f"{self.key} (sha256:{self.sha256[:12]})"
+
+    @property
+    def formats(self) -> dict:
+        return {
+            "inputs": [f.name for f in self.inputs],
+            "accumulate": self.accumulate.name,
+            "output": self.output.name,
+        }
+
+    def to_dict(self) -> dict:
+        """A JSON-ready summary (used by ``python -m numstd list --json``)."""
+        return {
+            "id": self.key, "op": self.op, "title": self.title, "status": self.status,
+            "default": self.default, "formats": self.formats, "selector": dict(self.selector),
+            "supersedes": self.supersedes, "sha256": self.sha256,
+            "model": {"error": self.model.error.text, "rho": self.model.rho, "ftz": self.model.ftz,
+                      "constants": dict(self.model.constants)},
+        }
+
+
+def _check_types(table: Mapping[str, Any], spec: Mapping[str, type], where: str) -> None:
+    for key, value in table.items():
+        if key not in spec:
+            raise SchemaError(f"{where}: unknown key {key!r}; allowed: {', '.join(sorted(spec))}")
+        want = spec[key]
+        ok = isinstance(value, want) and not (want in (int, float) and isinstance(value, bool))
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise SchemaError(f"{where}: {key} must be {want.__name__}, got {type(value).__name__} {value!r}")
+
+
+def _fmt(name: Any, where: str) -> Format:
+    try:
+        return get_format(name)
+    except Exception:
+        raise SchemaError(f"{where}: unknown format {name!r}") from None
+
+
+def load_standard(data: bytes, path: str) -> Standard:
+    """Parse and validate one standard file's bytes.  ``path`` is used in messages."""
+    where = path
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SchemaError(f"{where}: not valid TOML: {exc}") from None
+    _check_types(doc, _TOP_KEYS, where)
+    for key in _REQUIRED:
+        if key not in doc:
+            raise SchemaError(f"{where}: missing required field {key!r}")
+    if doc["schema"] != 1:
+        raise SchemaError(f"{where}: schema {doc['schema']} is not supported (this numstd reads schema 1)")
+    if not _ID_RE.match(doc["id"]):
+        raise SchemaError(f"{where}: id {doc['id']!r} must look like NS-OP-FORMAT (uppercase, digits, dashes)")
+    if doc["version"] < 1:
+        raise SchemaError(f"{where}: version must be ≥ 1")
+    if doc["status"] not in STATUSES:
+        raise SchemaError(f"{where}: status {doc['status']!r} must be one of {STATUSES}")
+    stem = Path(path).name
+    if stem.endswith(".toml") and stem != f"{doc['id']}@{doc['version']}.toml":
+        raise SchemaError(f"{where}: file name must be {doc['id']}@{doc['version']}.toml")
+    from ..ops.catalog import OPS
+
+    if doc["op"] not in OPS:
+        raise SchemaError(f"{where}: op {doc['op']!r} is not in the catalog")
+    fmts = doc["formats"]
+    _check_types(fmts, {"inputs": list, "accumulate": str, "output": str}, f"{where} [formats]")
+    for key in _FORMAT_KEYS:
+        if key not in fmts:
+            raise SchemaError(f"{where} [formats]: missing {key!r}")
+    inputs = tuple(_fmt(n, f"{where} [formats] inputs") for n in fmts["inputs"])
+    if not inputs:
+        raise SchemaError(f"{where} [formats] inputs: list at least the first input's format")
+    crit_t = dict(doc["criteria"])
+    _check_types(crit_t, _CRITERIA_KEYS, f"{where} [criteria]")
+    rounding = tuple(crit_t.get("output_rounding", ["rne"]))
+    if not rounding or set(rounding) - _ROUNDINGS:
+        raise SchemaError(f"{where} [criteria] output_rounding: use a non-empty subset of {sorted(_ROUNDINGS)}")
+    quantiles = {}
+    for q, limit in crit_t.get("ulp_quantiles", {}).items():
+        try:
+            qf = float(q)
+        except ValueError:
+            raise SchemaError(f"{where} [criteria.ulp_quantiles]: key {q!r} must be a quantile like \"0.999\"") from None
+        from ..core.distribution import QUANTILES
+
+        if qf not in QUANTILES and qf != 1.0:
+            raise SchemaError(f"{where} [criteria.ulp_quantiles]: {q} is not a reported quantile; use one of "
+                              f"{', '.join(map(str, QUANTILES))} or 1.0 (the maximum)")
+        if not isinstance(limit, (int, float)) or isinstance(limit, bool):
+            raise SchemaError(f"{where} [criteria.ulp_quantiles]: {q} = {limit!r} is not a quantile → ULP limit")
+        quantiles[qf] = float(limit)
+    if crit_t.get("nan_policy", "match") not in ("match",):
+        raise SchemaError(f"{where} [criteria] nan_policy: only \"match\" is defined in schema 1")
+    criteria = Criteria(
+        bound_max_fraction=float(crit_t.get("bound_max_fraction", 0.0)),
+        bias_tau=float(crit_t.get("bias_tau", 0.1)),
+        bias_z=float(crit_t.get("bias_z", 6.0)),
+        bias_kappa=float(crit_t.get("bias_kappa", 8.0)),
+        ulp_max=float(crit_t["ulp_max"]) if "ulp_max" in crit_t else None,
+        ulp_quantiles=quantiles,
+        output_rounding=rounding,
+        nan_policy=crit_t.get("nan_policy", "match"),
+        signed_zero=bool(crit_t.get("signed_zero", False)),
+    )
+    rationale = doc["rationale"]
+    _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")
+    if not rationale.get("text", "").strip():
+        raise SchemaError(f"{where} [rationale]: text is required (why these bounds)")
+    _check_types(doc["provenance"], _PROVENANCE_KEYS, f"{where} [provenance]")
+    if "method" not in doc["provenance"]:
+        raise SchemaError(f"{where} [provenance]: method is required (how the constants were obtained)")
+    _check_types(doc.get("suite", {}), _SUITE_KEYS, f"{where} [suite]")
+    selector = dict(doc.get("selector", {}))
+    for k, v in selector.items():
+        if not isinstance(v, (bool, int, float, str)):
+            raise SchemaError(f"{where} [selector] {k}: must be a scalar")
+    supersedes = doc.get("supersedes")
+    if supersedes is not None and not re.match(r"^NS-[A-Z0-9-]+@\d+$", supersedes):
+        raise SchemaError(f"{where}: supersedes must be an ID@version, got {supersedes!r}")
+    return Standard(
+        id=doc["id"], version=doc["version"], status=doc["status"], op=doc["op"], title=doc["title"],
+        default=bool(doc.get("default", False)), supersedes=supersedes, selector=selector,
+        inputs=inputs, accumulate=_fmt(fmts["accumulate"], f"{where} [formats] accumulate"),
+        output=_fmt(fmts["output"], f"{where} [formats] output"),
+        model=ErrorModel.from_table(doc["op"], doc["model"], where), criteria=criteria,
+        suite=dict(doc.get("suite", {})), rationale=rationale["text"].strip(),
+        citations=tuple(rationale.get("citations", ())), provenance=dict(doc["provenance"]),
+        path=path, sha256=file_sha256(data),
+    )
+
+
+def file_sha256(data: bytes) -> str:
+    """sha256 hex digest of a file's bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def standards_root() -> Any:
+    """The shipped standards directory (an importlib.resources Traversable)."""
+    return resources.files("numstd.standards")
+
+
+def read_lock(text: str, where: str = "standards/LOCK") -> dict[str, str]:
+    """Parse LOCK: lines ``<sha256>  <op>/<ID>@<N>.toml``; ``#`` starts a comment."""
+    lock: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+            raise SchemaError(f"{where}:{n}: expected '<sha256>  <op>/<file>.toml', got {line!r}")
+        lock[parts[1]] = parts[0]
+    return lock
+
+
+class _Registry:
+    def __init__(self, standards: Sequence[Standard]) -> None:
+        self.standards = tuple(sorted(standards, key=lambda s: (s.op, s.id, s.version)))
+        self.by_key = {s.key: s for s in self.standards}
+
+
+_lock = threading.Lock()
+_cache: dict[str, _Registry] = {}
+
+
+def load_registry(root: Any = None) -> _Registry:
+    """Load (once per process, thread-safe) and verify every standard under ``root``."""
+    key = str(root) if root is not None else ""
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+    base = standards_root() if root is None else Path(root)
+    lock_file = base / "LOCK"
+    lock = read_lock(lock_file.read_text(encoding="utf-8")) if lock_file.is_file() else {}
+    found: list[Standard] = []
+    seen: dict[str, str] = {}
+    for op_dir in sorted(base.iterdir(), key=lambda p: p.name):
+        if not op_dir.is_dir() or op_dir.name.startswith(("_", ".")):
+            continue
+        for f in sorted(op_dir.iterdir(), key=lambda p: p.name):
+            if not f.name.endswith(".toml"):
+                continue
+            rel = f"{op_dir.name}/{f.name}"
+            std = load_standard(f.read_bytes(), f"standards/{rel}")
+            if std.op != op_dir.name:
+                raise SchemaError(f"standards/{rel}: op {std.op!r} must live in standards/{std.op}/")
+            if std.status != "draft":
+                if rel not in lock:
+                    raise DataIntegrityError(
+                        f"standards/{rel} is published (status {std.status!r}) but not in standards/LOCK; "
+                        "publish it with `python -m numstd publish`"
+                    )
+                if lock[rel] != std.sha256:
+                    raise DataIntegrityError(
+                        f"standards/{rel} changed after publication (sha256 {std.sha256[:12]}… ≠ LOCK "
+                        f"{lock[rel][:12]}…). Published standards are immutable: restore the file and "
+                        "publish the change as a new version with `supersedes`."
+                    )
+            if std.key in seen:
+                raise SchemaError(f"standards/{rel}: {std.key} is also defined in {seen[std.key]}")
+            seen[std.key] = rel
+            found.append(std)
+    missing = set(lock) - set(seen.values())
+    if missing:
+        raise DataIntegrityError(
+            f"standards/LOCK lists {sorted(missing)} but the file(s) are gone: published standards "
+            "must stay resolvable; restore them"
+        )
+    reg = _Registry(found)
+    with _lock:
+        _cache[key] = reg
+    return reg
+
+
+def list_standards(op: str | None = None, *, status: str | Iterable[str] | None = None, root: Any = None) -> list[Standard]:
+    """All standards, optionally filtered by op and status (``"active"``, or a list)."""
+    statuses = {status} if isinstance(status, str) else set(status) if status else None
+    return [s for s in load_registry(root).standards
+            if (op is None or s.op == op) and (statuses is None or s.status in statuses)]
+
+
+def get_standard(key: str, *, root: Any = None) -> Standard:
+    """Resolve ``"ID@N"`` exactly, or ``"ID"`` to its highest published version.
+
+    Raises
+    ------
+    StandardNotFound
+        With the closest existing IDs.
+    """
+    if isinstance(key, Standard):
+        return key
+    reg = load_registry(root)
+    key = str(key).strip()
+    if "@" in key:
+        if key.upper() in reg.by_key:
+            return reg.by_key[key.upper()]
+    else:
+        versions = [s for s in reg.standards if s.id == key.upper() and s.status != "draft"]
+        if versions:
+            return max(versions, key=lambda s: s.version)
+    import difflib
+
+    close = difflib.get_close_matches(key.upper(), list(reg.by_key), n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `python -m numstd list` shows them all"
+    raise StandardNotFound(f"no standard {key!r}{hint}")
+
+
+def _latest_published(standards: Iterable[Standard]) -> list[Standard]:
+    best: dict[str, Standard] = {}
+    for s in standards:
+        if s.status == "draft":
+            continue
+        if s.id not in best or s.version > best[s.id].version:
+            best[s.id] = s
+    return [s for s in best.values() if s.status == "active"]
+
+
+def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: Any = "float32", *,
+                  root: Any = None, **selector: Any) -> Standard:
+    """The one standard for a call: op, input format(s), output format, accumulation, selectors.
+
+    ``inputs`` is a format (of the first input) or a list of formats (one per input).  Selector
+    parameters (e.g. ``allow_tf32=True``) pick a non-default standard; a standard whose selector
+    asks for a parameter matches only calls that pass it with that value.  Among several matches the
+    one marked ``default = true`` wins.
+
+    Raises
+    ------
+    StandardNotFound, AmbiguousStandard
+        Listing the standards that exist for ``op``.
+    """
+    from ..ops.catalog import get_op
+
+    get_op(op)
+    in_fmts = [] if inputs is None else [get_format(f) for f in (inputs if isinstance(inputs, (list, tuple)) else [inputs])]
+    out_fmt = get_format(output) if output is not None else None
+    acc_fmt = get_format(accumulate) if accumulate is not None else None
+    selector = {k: v for k, v in selector.items() if v is not None}
+    candidates = _latest_published(load_registry(root).standards)
+    same_op = [s for s in candidates if s.op == op]
+
+    def matches(s: Standard) -> bool:
+        if out_fmt is not None and s.output != out_fmt:
+            return False
+        if acc_fmt is not None and s.accumulate != acc_fmt:
+            return False
+        for want, got in zip(s.inputs, in_fmts):
+            if want != got:
+                return False
+        for k, v in s.selector.items():
+            if selector.get(k, _default_selector(v)) != v:
+                return False
+        for k, v in selector.items():
+            if k not in s.selector and v != _default_selector(v):
+                return False
+        return True
+
+    found = [s for s in same_op if matches(s)]
+    if len(found) > 1:
+        defaults = [s for s in found if s.default]
+        if len(defaults) == 1:
+            return defaults[0]
+        names = ", ".join(s.key for s in found)
+        raise AmbiguousStandard(f"several standards match {op} ({names}); pass standard=... to choose one")
+    if not found:
+        req = (f"inputs={[f.name for f in in_fmts]}, output={out_fmt.name if out_fmt else None}, "
+               f"accumulate={acc_fmt.name if acc_fmt else None}, {selector or ''}")
+        listing = "; ".join(f"{s.key}: inputs {s.formats['inputs']} → {s.output.name}, acc {s.accumulate.name}"
+                            + (f", {dict(s.selector)}" if s.selector else "") for s in same_op)
+        raise StandardNotFound(
+            f"no standard for {op} with {req}. Existing for {op}: {listing or 'none'}. "
+            "Cast the output to a covered format, pass standard='ID@N', or author a standard with "
+            "`python -m numstd calibrate`."
+        )
+    return found[0]
+
+
+def _default_selector(value: Any) -> Any:
+    """The value a selector parameter has when a call does not pass it."""
+    return False if isinstance(value, bool) else None

@@ -1,0 +1,169 @@
+"""Suites: seeded, reproducible input sets for an op (DESIGN.md "Suite").
+
+A case is ``(op, shape, distribution, seed)``; :func:`make_case` regenerates its inputs bit for bit on
+any machine (numpy's PCG64 stream from ``np.random.default_rng([seed, crc32(case id)])``), already
+rounded (RNE) into the standard's input formats, so captures from different machines join by
+:attr:`Case.id`.
+
+Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be seen"):
+
+``normal``     N(0, 1): the common case.
+``uniform``    U(−1, 1): signed, bounded.
+``uniform01``  U[0, 1): what KernelBench draws; hides dropped negative branches (kept for comparison).
+``heavy``      Student-t with 2 degrees of freedom: rare large values.
+``offset``     N(0, 1) + 100 per row: large mean, small spread (one-pass variance, cancellation).
+``large``      N(0, 1)·40: large logits (missing max-subtraction overflows exp).
+``rowscale``   rows scaled by 10^U(−2, 2.5): rows that differ by hundreds (softmax with a global max).
+``wide``       sign·2^U(−40, 40) clipped to the format's range: huge dynamic range.
+``smallvar``   1 + N(0, 1)·0.01 per row: variance near eps (missing or misplaced eps).
+``specials``   normal plus ±0, subnormals, ±max and values at the format's rounding boundaries.
+
+Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
+row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``.
+Positive-domain functions (log, sqrt, rsqrt) take ``|x|`` (and ``|x| + smallest normal`` for rsqrt).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["DISTRIBUTIONS", "Case", "make_case", "cases_for", "draw"]
+
+DISTRIBUTIONS = ("normal", "uniform", "uniform01", "heavy", "offset", "large", "rowscale", "wide", "smallvar", "specials")
+_POSITIVE = {"log", "sqrt", "rsqrt"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One suite case and its regenerated inputs."""
+
+    op: str
+    shape: tuple
+    distribution: str
+    seed: int
+    inputs: list = field(compare=False, repr=False)
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def id(self) -> str:
+        """Stable case ID, e.g. ``matmul/64x256x32/normal/s0``."""
+        return f"{self.op}/{'x'.join(map(str, self.shape))}/{self.distribution}/s{self.seed}"
+
+
+def _rng(case_id: str, seed: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(case_id.encode())])
+
+
+def draw(rng: np.random.Generator, shape: Sequence[int], dist: str, fmt: Any = "float32") -> np.ndarray:
+    """Float64 values of ``shape`` from distribution ``dist`` (before rounding into ``fmt``).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown distribution name.
+    """
+    from ..core.errors import ParameterError
+    from ..core.formats import get_format
+
+    f = get_format(fmt)
+    shape = tuple(int(s) for s in shape)
+    rows = shape[:-1] + (1,) if shape else ()
+    if dist == "normal":
+        x = rng.standard_normal(shape)
+    elif dist == "uniform":
+        x = rng.uniform(-1.0, 1.0, shape)
+    elif dist == "uniform01":
+        x = rng.uniform(0.0, 1.0, shape)
+    elif dist == "heavy":
+        x = rng.standard_t(2.0, shape)
+    elif dist == "offset":
+        x = rng.standard_normal(shape) + 100.0 * np.where(rng.random(rows) < 0.5, -1.0, 1.0)
+    elif dist == "large":
+        x = rng.standard_normal(shape) * 40.0
+    elif dist == "rowscale":
+        x = rng.standard_normal(shape) * 10.0 ** rng.uniform(-2.0, 2.5, rows)
+    elif dist == "wide":
+        lim = min(40.0, 0.45 * f.emax)
+        x = np.where(rng.random(shape) < 0.5, -1.0, 1.0) * 2.0 ** rng.uniform(-lim, lim, shape)
+    elif dist == "smallvar":
+        x = 1.0 + rng.standard_normal(shape) * 0.01
+    elif dist == "specials":
+        x = rng.standard_normal(shape)
+        flat = x.reshape(-1)
+        n = flat.size
+        if n:
+            specials = np.array([0.0, -0.0, f.smallest_subnormal, -f.smallest_subnormal, f.smallest_normal,
+                                 f.max_finite / 4, -f.max_finite / 4, 1.0 + f.eps / 2, 1.0 - f.eps / 4])
+            k = min(n // 8 + 1, n)
+            pos = rng.choice(n, size=k, replace=False)
+            flat[pos] = specials[rng.integers(0, specials.size, k)]
+    else:
+        raise ParameterError(f"unknown distribution {dist!r}; use one of {', '.join(DISTRIBUTIONS)}")
+    return np.asarray(x, dtype=np.float64)
+
+
+def _clip(x: np.ndarray, f: Any) -> np.ndarray:
+    return np.clip(x, -f.max_finite, f.max_finite)
+
+
+def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, formats: Sequence[Any],
+              params: Mapping[str, Any] | None = None) -> Case:
+    """Regenerate one case's inputs, rounded (RNE) into ``formats`` (one per input; the last repeats)."""
+    from ..core.formats import get_format, round_to
+
+    shape = tuple(int(s) for s in shape)
+    case = Case(op, shape, distribution, int(seed), [], dict(params or {}))
+    rng = _rng(case.id, seed)
+    fmts = [get_format(f) for f in formats]
+
+    def fmt(i: int) -> Any:
+        return fmts[min(i, len(fmts) - 1)]
+
+    def q(x: np.ndarray, i: int) -> np.ndarray:
+        return round_to(_clip(x, fmt(i)), fmt(i))
+
+    if op == "matmul":
+        *b, m, k, n = shape
+        a_ = draw(rng, (*b, m, k), distribution, fmt(0))
+        b_ = draw(rng, (*b, k, n), "normal" if distribution in ("offset", "smallvar") else distribution, fmt(1))
+        inputs = [q(a_, 0), q(b_, 1)]
+    elif op == "linear":
+        rows, fin, fout = shape
+        inputs = [q(draw(rng, (rows, fin), distribution, fmt(0)), 0),
+                  q(draw(rng, (fout, fin), "normal", fmt(1)) / np.sqrt(fin), 1),
+                  q(draw(rng, (fout,), "normal", fmt(2)), 2)]
+    elif op == "attention":
+        bsz, lq, s, e = shape
+        inputs = [q(draw(rng, (bsz, lq, e), distribution, fmt(0)), 0),
+                  q(draw(rng, (bsz, s, e), distribution, fmt(1)), 1),
+                  q(draw(rng, (bsz, s, e), "normal", fmt(2)), 2)]
+    elif op == "cross_entropy":
+        nrow, c = shape
+        inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
+    elif op in ("layer_norm", "rms_norm"):
+        x = q(draw(rng, shape, distribution, fmt(0)), 0)
+        w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)
+        inputs = [x, w] + ([q(0.1 * rng.standard_normal(shape[-1:]), 2)] if op == "layer_norm" else [])
+    else:
+        x = draw(rng, shape, distribution, fmt(0))
+        if op in _POSITIVE:
+            x = np.abs(x) + (fmt(0).smallest_normal if op == "rsqrt" else 0.0)
+        inputs = [q(x, 0)]
+    return Case(op, shape, distribution, int(seed), inputs, dict(params or {}))
+
+
+def cases_for(standard: Any, *, quick: bool = False, seeds: Sequence[int] | None = None) -> list[Case]:
+    """All cases of a standard's ``[suite]`` (``quick``: first shape, first seed only)."""
+    suite = standard.suite
+    shapes = suite.get("shapes", [])
+    dists = suite.get("distributions", ["normal"])
+    seed_list = list(seeds) if seeds is not None else list(suite.get("seeds", [0]))
+    if quick:
+        shapes, seed_list = shapes[:1], seed_list[:1]
+    fmts = [f.name for f in standard.inputs]
+    params = dict(suite.get("params", {}))
+    return [make_case(standard.op, sh, d, s, fmts, params) for sh in shapes for d in dists for s in seed_list]

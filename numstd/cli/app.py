@@ -1,0 +1,171 @@
+"""``python -m numstd``: list, show, check, and the commands the other modules contribute.
+
+Exit codes: 0 success / pass, 1 a failing verdict (or a refused calibration), 2 a usage error
+(bad arguments, unknown op or standard, unreadable files).  Every subcommand module exposes
+``configure(parser)`` and ``run(args) -> int``; they are imported only when their command runs,
+apart from building the parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import sys
+from typing import Sequence
+
+from ..core.errors import NumstdError
+
+__all__ = ["main", "COMMANDS"]
+
+#: subcommand -> (module, one-line help); this module holds list, show and check
+COMMANDS = {
+    "list": ("numstd.cli.app", "list standards (filter with --op; --json for tools)"),
+    "show": ("numstd.cli.app", "show one standard: formula, constants, criteria, rationale, provenance"),
+    "check": ("numstd.cli.app", "judge an output (.npy) against a standard; exit 0 pass, 1 fail, 2 usage"),
+    "survey": ("numstd.cli.survey", "exhaustive/sampled accuracy survey of an elementwise function"),
+    "backends": ("numstd.cli.backends", "list backends with available/unavailable and why"),
+    "capture": ("numstd.authoring.capture", "run a standard's suite on a backend and write a Parquet capture"),
+    "compare": ("numstd.authoring.capture", "judge captures against the reference and against each other"),
+    "calibrate": ("numstd.authoring.calibrate", "derive a standard's constants from evidence; write a draft"),
+    "publish": ("numstd.authoring.publish", "move a reviewed draft into standards/, update LOCK and docs"),
+    "grade": ("numstd.cli.grade", "grade a KernelBench-layout candidate against its problem"),
+    "report": ("numstd.reporting.html", "write Markdown/HTML reports of saved verdicts"),
+    "docs": ("numstd.authoring.docs", "regenerate docs/standards from the standard files"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .._version import __version__
+
+    p = argparse.ArgumentParser(prog="python -m numstd", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"numstd {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_) in COMMANDS.items():
+        if module != "numstd.cli.app" and importlib.util.find_spec(module) is None:
+            continue
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(_module=module)
+        if module == "numstd.cli.app":
+            globals()[f"_configure_{name}"](sp)
+        else:
+            configure = getattr(importlib.import_module(module), "configure")
+            configure(sp, name) if configure.__code__.co_argcount == 2 else configure(sp)
+    return p
+
+
+def _configure_list(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", help="only standards for this op")
+    p.add_argument("--status", help="only this status (draft, active, deprecated)")
+    p.add_argument("--json", action="store_true", help="a JSON array of objects (id, op, formats, status, …)")
+
+
+def _configure_show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("standard", help="ID@N, or ID for its latest version")
+
+
+def _configure_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", required=True)
+    p.add_argument("--inputs", nargs="+", required=True, metavar="NPY", help="input arrays (.npy, never unpickled)")
+    p.add_argument("--actual", required=True, metavar="NPY", help="the kernel's output (.npy)")
+    p.add_argument("--standard", help="ID@N to judge by (default: the covering standard)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="op parameter, e.g. axis=-1 or approximate=tanh (JSON values)")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    from ..catalog.registry import list_standards
+
+    stds = list_standards(args.op, status=args.status)
+    if args.json:
+        print(json.dumps([s.to_dict() for s in stds], indent=1))
+        return 0
+    width = max((len(s.key) for s in stds), default=10)
+    for s in stds:
+        fm = s.formats
+        print(f"{s.key:<{width}}  {s.status:<10} {s.op:<12} {'+'.join(fm['inputs'])} → {fm['output']} "
+              f"(acc {fm['accumulate']}){' default' if s.default else ''}{' ' + str(dict(s.selector)) if s.selector else ''}")
+    print(f"{len(stds)} standard(s)")
+    return 0
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from ..authoring.docs import render_standard
+    from ..catalog.registry import get_standard
+
+    s = get_standard(args.standard)
+    print(render_standard(s))
+    return 0
+
+
+def parse_params(items: Sequence[str]) -> dict:
+    """``--param NAME=VALUE`` options as a dict (values parsed as JSON where they are JSON)."""
+    from ..core.errors import ParameterError
+
+    out: dict = {}
+    for item in items:
+        if "=" not in item:
+            raise ParameterError(f"--param {item!r}: write NAME=VALUE, e.g. axis=-1 or approximate=tanh")
+        k, v = item.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def load_npy(path: str):  # noqa: ANN201
+    """Load a .npy file without ever unpickling (object arrays are refused)."""
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise NumstdError(f"{path}: cannot load without unpickling ({exc}); save plain numeric arrays with np.save") from None
+    except OSError as exc:
+        raise NumstdError(f"{path}: cannot read ({exc})") from None
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from ..judge.check import check
+
+    params = parse_params(args.param)
+    inputs = [load_npy(p) for p in args.inputs]
+    actual = load_npy(args.actual)
+    v = check(actual, op=args.op, inputs=inputs, standard=args.standard, **params)
+    print(v.to_json(indent=1) if args.json else v.message)
+    return 0 if v.passed else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        if args._module == "numstd.cli.app":
+            return globals()[f"_run_{args.command}"](args)
+        module = importlib.import_module(args._module)
+        runner = getattr(module, "run")
+        return runner(args, args.command) if runner.__code__.co_argcount == 2 else runner(args)
+    except NumstdError as exc:
+        print(f"numstd: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `python -m numstd list | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,496 @@
+"""``numstd.grade``: judge a whole candidate module against its reference, KernelBench style.
+
+For every trial and every input distribution of the module standard's suite, three runs see the
+same inputs (each its own copy):
+
+* **truth** — the reference in float64 (a deep copy of the working-dtype reference, upcast, so
+  its weights are exactly the ones the kernels use);
+* **baseline** — the reference in the working dtype (what the framework itself delivers);
+* **candidate** — the candidate in the working dtype, with the reference's weights.
+
+The candidate is judged by ``NS-MODULE-<FORMAT>`` (:func:`judge_module`): for each quantile
+``q`` in :data:`QUANTILES` the candidate's ``q``-quantile of ``|ULP error|`` against the truth
+may not exceed ``factor · base_q + rho``, where ``base_q`` is the baseline's ``q``-quantile
+(the standard's ``[model] error`` formula evaluated with ``base = base_q``, plus ``rho``), and its
+sign-adjusted mean ULP error must be within ``τ + z·sd/√n`` of the baseline's (``sd`` the
+standard deviation of the paired per-element differences).  A module that is a single catalog op
+(detected from what its ``forward`` calls, or declared as ``NUMSTD_OP``/``op=``) is judged by
+that op's own standard as well, through :func:`numstd.check`.
+
+Inputs: the draw of ``make_inputs()`` (seeded, ``"original"``) and redraws of the same shapes
+and dtypes from the suite's distributions (:func:`numstd.suites.draw`: signed normal, uniform ±1,
+heavy-tailed, large offset, wide range, variance near eps); integer and boolean inputs are kept
+as ``make_inputs()`` drew them.  Nothing here touches global RNG state outside
+``torch.random.fork_rng`` blocks, which are serialised by a lock (``make_inputs`` and module
+constructors draw from torch's global generator).  See ``docs/grading.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+import types
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..core.arrays import to_numpy
+from ..core.errors import NumstdError, ParameterError
+from .frameworks import _Adapter, _Torch, _adapter_for, _is_torch_class
+from .report import SCHEMA, CaseVerdict, GradeReport
+from .module_standard import (QUANTILES, ModuleErrors, _early, _leaves, describe_module_standard, judge_module,
+                              module_errors, module_standard, paired_bias, quantiles)
+from ..judge.verdict import Verdict
+
+__all__ = [
+    "grade",
+    "GradeReport",
+    "CaseVerdict",
+    "CaseRun",
+    "run_cases",
+    "judge_module",
+    "judge_case",
+    "module_errors",
+    "ModuleErrors",
+    "quantiles",
+    "paired_bias",
+    "module_standard",
+    "describe_module_standard",
+    "QUANTILES",
+    "ORIGINAL",
+    "SCHEMA",
+]
+
+#: name of the make_inputs() draw among the distributions
+ORIGINAL = "original"
+
+
+_UNARY = {"relu": "relu", "gelu": "gelu", "silu": "silu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
+          "log": "log", "erf": "erf", "sqrt": "sqrt", "rsqrt": "rsqrt"}
+_IGNORED = {"__get__", "size", "dim", "numel", "contiguous", "__len__", "is_floating_point", "type", "__format__"}
+
+
+def _arg(args: Sequence, kwargs: Mapping, pos: int, name: str, default: Any = None) -> Any:
+    return args[pos] if len(args) > pos else kwargs.get(name, default)
+
+
+def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """``(op, inputs, params)`` for one recorded torch call, or None when it is no catalog op."""
+    if kwargs.get("dtype") is not None or kwargs.get("out") is not None:
+        return None
+    x = args[0] if args else kwargs.get("input")
+    if name in _UNARY:
+        params = {}
+        if name == "gelu":
+            params["approximate"] = _arg(args, kwargs, 1, "approximate", "none")
+        return name, [x], params
+    if name in ("softmax", "log_softmax"):
+        dim = _arg(args, kwargs, 1, "dim")
+        return (name, [x], {"axis": int(dim)}) if dim is not None else None
+    if name == "cumsum":
+        dim = _arg(args, kwargs, 1, "dim")
+        return ("cumsum", [x], {"axis": int(dim)}) if dim is not None else None
+    if name in ("matmul", "__matmul__", "mm", "bmm"):
+        return "matmul", [x, _arg(args, kwargs, 1, "other", kwargs.get("mat2"))], {}
+    if name == "linear":
+        return "linear", [x, _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")], {}
+    if name in ("sum", "mean"):
+        dim = _arg(args, kwargs, 1, "dim")
+        axis = None if dim is None else (tuple(dim) if isinstance(dim, (list, tuple)) else int(dim))
+        return name, [x], {"axis": axis, "keepdims": bool(_arg(args, kwargs, 2, "keepdim", False))}
+    if name == "layer_norm":
+        shape = _arg(args, kwargs, 1, "normalized_shape")
+        if shape is None or len(tuple(shape)) != 1:
+            return None
+        return "layer_norm", [x, _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "bias")], \
+            {"eps": float(_arg(args, kwargs, 4, "eps", 1e-5))}
+    if name == "rms_norm":
+        shape = _arg(args, kwargs, 1, "normalized_shape")
+        if shape is None or len(tuple(shape)) != 1:
+            return None
+        return "rms_norm", [x, _arg(args, kwargs, 2, "weight")], {"eps": _arg(args, kwargs, 3, "eps")}
+    if name == "cross_entropy":
+        if _arg(args, kwargs, 2, "weight") is not None or float(kwargs.get("label_smoothing", 0.0)) != 0.0:
+            return None
+        return "cross_entropy", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name == "scaled_dot_product_attention":
+        if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
+            return None
+        return "attention", [x, _arg(args, kwargs, 1, "key"), _arg(args, kwargs, 2, "value")], \
+            {"causal": bool(_arg(args, kwargs, 5, "is_causal", False)), "scale": kwargs.get("scale")}
+    return None
+
+
+def _recorder() -> Any:
+    """A TorchFunctionMode that records the calls a forward makes (not the calls inside them)."""
+    return _recorder_class()()
+
+
+@functools.lru_cache(maxsize=1)
+def _recorder_class() -> type:
+    from torch.overrides import TorchFunctionMode
+
+    class _Record(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[tuple[str, tuple, dict]] = []
+
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            if name not in _IGNORED:
+                self.calls.append((name, args, dict(kwargs)))
+            return func(*args, **kwargs)
+
+    return _Record
+
+
+def _detected_op(calls: list) -> tuple[str, list, dict, str] | None:
+    if len(calls) != 1:
+        return None
+    name, args, kwargs = calls[0]
+    found = _as_op(name, args, kwargs)
+    if found is None:
+        return None
+    op, inputs, params = found
+    return op, [None if x is None else to_numpy(x, name="input").copy() for x in inputs], params, name
+
+
+# ---------------------------------------------------------------------------------- the runs
+@dataclass
+class CaseRun:
+    """One (trial, distribution): the three runs' outputs and what the candidate did.
+
+    Attributes
+    ----------
+    truth, baseline : list of numpy arrays
+    candidate : list of numpy arrays, or None when it raised or returned no arrays (``error`` says which)
+    mutated : list of int
+        Positions of inputs the candidate wrote into.
+    op_call : tuple or None
+        ``(op, inputs, params, torch function name)`` of the catalog op the reference's forward
+        consisted of.
+    inputs : list
+        The working-format inputs as numpy (kept only when asked: a declared op needs them).
+    """
+
+    trial: int
+    distribution: str
+    seed: int
+    truth: list
+    baseline: list
+    candidate: list | None
+    error: str = ""
+    mutated: list = field(default_factory=list)
+    op_call: tuple | None = None
+    inputs: list = field(default_factory=list)
+
+
+def _seed_of(seed: int, trial: int, dist: str) -> int:
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, trial, zlib.crc32(dist.encode())]).generate_state(1)[0])
+
+
+def _redraw(adapter: _Adapter, x: Any, rng: np.random.Generator, dist: str, fmt: Any) -> Any:
+    from ..core.formats import round_to
+    from ..catalog.suites import draw
+
+    shape = tuple(x.shape)
+    v = np.clip(draw(rng, shape, dist, fmt), -fmt.max_finite, fmt.max_finite)
+    return adapter.from_float64(np.asarray(round_to(v, fmt), dtype=np.float64), fmt)
+
+
+def _working_format(dtype: Any, sample: Sequence[Any], adapter: _Adapter) -> Any:
+    from ..core.formats import get_format
+
+    if dtype is not None:
+        return get_format(dtype)
+    for x in sample:
+        if adapter.is_float(x):
+            return get_format(x.dtype)
+    return get_format("float32")
+
+
+def _instantiate(obj: Any, init_inputs: Sequence[Any]) -> Any:
+    return obj(*init_inputs) if isinstance(obj, type) else obj
+
+
+@dataclass
+class _Setup:
+    adapter: _Adapter
+    reference: Any
+    candidate: Any
+    samples: list
+
+
+def _setup(reference: Any, candidate: Any, make_inputs: Callable, init_inputs: Any, trials: int, seed: int,
+           device: str) -> _Setup:
+    """Construct module classes (seeded alike), pick the framework, draw ``make_inputs`` per trial (seeded)."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ParameterError(f"trials must be an int ≥ 1, got {trials!r}")
+    if not callable(make_inputs):
+        raise ParameterError("make_inputs must be a function returning the list of inputs (e.g. get_inputs)")
+    init = list(init_inputs() if callable(init_inputs) else init_inputs)
+    adapter: _Adapter | None = None
+    if _is_torch_class(reference) or _is_torch_class(candidate) or _is_torch_object(reference) \
+            or _is_torch_object(candidate):
+        adapter = _Torch(device)
+        with adapter.seeded(_seed_of(seed, 0, "init")):
+            reference = _instantiate(reference, init)
+        with adapter.seeded(_seed_of(seed, 0, "init")):
+            candidate = _instantiate(candidate, init)
+    samples: list[list] = []
+    for trial in range(trials):
+        s = _seed_of(seed, trial, ORIGINAL)
+        if adapter is None:  # plain callables: the inputs tell the framework
+            adapter = _adapter_for(reference, candidate, list(make_inputs()), device)
+        with adapter.seeded(s):
+            samples.append(list(make_inputs()))
+    assert adapter is not None
+    return _Setup(adapter, reference, candidate, samples)
+
+
+def _is_torch_object(x: Any) -> bool:
+    return any(c.__module__.startswith("torch.nn") for c in type(x).__mro__)
+
+
+def _run_all(setup: _Setup, fmt: Any, distributions: Sequence[str], seed: int, record: bool,
+             keep_inputs: bool) -> list[CaseRun]:
+    from ..core.formats import get_format
+
+    adapter = setup.adapter
+    truth_fn, base_fn, cand_fn = adapter.prepare(setup.reference, setup.candidate, fmt)
+    f64 = get_format("float64")
+    runs: list[CaseRun] = []
+    for trial, sample in enumerate(setup.samples):
+        work0 = [adapter.cast(x, fmt) for x in sample]
+        for dist in (ORIGINAL, *distributions):
+            s = _seed_of(seed, trial, dist)
+            if dist == ORIGINAL:
+                work = work0
+            else:
+                rng = np.random.default_rng(s)
+                work = [_redraw(adapter, x, rng, dist, fmt) if adapter.is_float(x) else adapter.copy(x) for x in work0]
+            run = _run_one(adapter, truth_fn, base_fn, cand_fn, work, fmt, f64, trial, dist, s, record)
+            if keep_inputs:
+                run.inputs = [to_numpy(x, name="input").copy() if adapter.is_array(x) else x for x in work]
+            runs.append(run)
+    return runs
+
+
+def run_cases(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any]], *,
+              init_inputs: Any = (), dtype: Any = None, trials: int = 5, seed: int = 0,
+              distributions: Sequence[str] = (), device: str = "cpu", detect_op: bool = False,
+              keep_inputs: bool = False) -> tuple[Any, list[CaseRun], str]:
+    """Run truth, baseline and candidate on every case without judging (grade and calibration use it).
+
+    Parameters are those of :func:`grade`; ``distributions`` is a sequence of names (the original
+    draw always comes first).
+
+    Returns
+    -------
+    fmt : Format
+        The working format.
+    runs : list of CaseRun
+    framework : str
+        ``"torch"``, ``"jax"`` or ``"numpy"``.
+    """
+    setup = _setup(reference, candidate, make_inputs, init_inputs, trials, seed, device)
+    fmt = _working_format(dtype, setup.samples[0], setup.adapter)
+    runs = _run_all(setup, fmt, _distributions(list(distributions), None), seed,
+                    detect_op and setup.adapter.name == "torch", keep_inputs)
+    return fmt, runs, setup.adapter.name
+
+
+def _run_one(adapter: _Adapter, truth_fn: Callable, base_fn: Callable, cand_fn: Callable, work: list, fmt: Any,
+             f64: Any, trial: int, dist: str, seed: int, record: bool) -> CaseRun:
+    truth_in = [adapter.cast(x, f64) if adapter.is_float(x) else adapter.copy(x) for x in work]
+    base_in = [adapter.copy(x) for x in work]
+    cand_in = [adapter.copy(x) for x in work]
+    where = f"trial {trial}, {dist} inputs"
+    try:
+        truth = [np.asarray(x, dtype=np.float64) if x.dtype.kind in "fV" else x
+                 for x in _leaves(adapter.call(truth_fn, truth_in, float64=True))]
+    except Exception as exc:  # noqa: BLE001 - the reference must run: that is a usage error
+        raise NumstdError(f"the reference raised {type(exc).__name__}: {exc} in float64 ({where}); "
+                          "grade needs a reference that runs in float64 on the suite's inputs") from exc
+    op_call = None
+    try:
+        if record:
+            rec = _recorder()
+            base_out = adapter.call(base_fn, base_in, recorder=rec)
+            op_call = _detected_op(rec.calls)
+        else:
+            base_out = adapter.call(base_fn, base_in)
+        baseline = _leaves(base_out)
+    except Exception as exc:  # noqa: BLE001
+        raise NumstdError(f"the reference raised {type(exc).__name__}: {exc} in {fmt.name} ({where})") from exc
+    candidate, error = None, ""
+    try:
+        cand_out = adapter.call(cand_fn, cand_in)
+    except Exception as exc:  # noqa: BLE001 - a candidate that crashes fails, it does not crash the grader
+        error = f"the candidate raised {type(exc).__name__}: {exc}"
+    else:
+        try:
+            candidate = _leaves(cand_out)
+        except NumstdError as exc:
+            error = f"the candidate returned {type(cand_out).__name__}, not arrays ({exc})"
+    mutated = [i for i, (a, b) in enumerate(zip(cand_in, work)) if not adapter.same(a, b)]
+    return CaseRun(trial, dist, seed, truth, baseline, candidate, error, mutated, op_call)
+
+
+# ---------------------------------------------------------------------------------- grade
+def _distributions(distributions: Any, std: Any) -> tuple[str, ...]:
+    from ..catalog.suites import DISTRIBUTIONS
+
+    if distributions == "standard":
+        names = [d for d in std.suite.get("distributions", ["normal"]) if d != ORIGINAL]
+    elif distributions in (None, "original", ()):
+        names = []
+    elif isinstance(distributions, str):
+        names = [distributions]
+    else:
+        names = [d for d in distributions if d != ORIGINAL]
+    bad = [d for d in names if d not in DISTRIBUTIONS]
+    if bad:
+        raise ParameterError(f"unknown distribution(s) {bad}; use 'standard' or names from {', '.join(DISTRIBUTIONS)}")
+    return tuple(names)
+
+
+def _declared_op(op: Any) -> tuple[str, dict] | None:
+    if op is None or op is False or op == "auto":
+        return None
+    if isinstance(op, str):
+        return op, {}
+    if isinstance(op, (list, tuple)) and len(op) == 2 and isinstance(op[0], str) and isinstance(op[1], Mapping):
+        return op[0], dict(op[1])
+    raise ParameterError(f"op={op!r}: declare the catalog op as ('softmax', {{'axis': -1}}) or a name")
+
+
+def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any]], *, init_inputs: Any = (),
+          dtype: Any = None, trials: int = 5, seed: int = 0, distributions: Any = "standard",
+          device: str = "cpu", op: Any = "auto", standard: Any = None) -> GradeReport:
+    """Grade a candidate module against its reference; see the module docstring.
+
+    Parameters
+    ----------
+    reference, candidate : torch.nn.Module (instance or class), or a callable (torch, jax or numpy)
+        Classes are constructed from ``init_inputs`` with torch seeded identically; module weights are
+        copied from the reference into the candidate when the state_dict names and shapes match.
+        Neither object is modified (deep copies are moved to the working dtype and to float64).
+    make_inputs : callable
+        Returns the list of inputs (KernelBench ``get_inputs``); called once per trial, seeded.
+    init_inputs : sequence or callable
+        Constructor arguments for module classes (KernelBench ``get_init_inputs``).
+    dtype : format-like, optional
+        Working format (``"bf16"``, ``torch.float16``, …); default: the first float input's dtype.
+        Float inputs are rounded (RNE) into it; models are cast with ``.to(dtype)``.
+    trials : int
+        Independent draws of ``make_inputs`` (each with every distribution's redraw).
+    seed : int
+        Seeds every draw; the same seed gives the same verdicts.
+    distributions : "standard", sequence of names, or None
+        Redraws besides the original draw: the module standard's suite (default), a list of
+        :data:`numstd.suites.DISTRIBUTIONS` names, or None for the original draw only.
+    device : str
+        ``"cpu"`` or ``"cuda"`` (torch).
+    op : "auto", None, str or (name, params)
+        The catalog op the reference computes, judged by that op's standard as well: ``"auto"``
+        detects a forward that is a single call of a catalog op (torch only); None disables it.
+    standard : str or Standard, optional
+        Pin the module standard (``"NS-MODULE-BF16@1"``); default: the one for the working format.
+
+    Returns
+    -------
+    GradeReport
+    """
+    start = time.perf_counter()
+    declared = _declared_op(op)
+    if declared is None and op == "auto":
+        declared = _declared_op(getattr(_module_of(reference), "NUMSTD_OP", None))
+    setup = _setup(reference, candidate, make_inputs, init_inputs, trials, seed, device)
+    fmt = _working_format(dtype, setup.samples[0], setup.adapter)
+    std = module_standard(fmt, standard)
+    dists = _distributions(distributions, std)
+    detect = declared is None and op == "auto" and setup.adapter.name == "torch"
+    runs = _run_all(setup, std.output, dists, seed, detect, keep_inputs=declared is not None)
+    cases: list[CaseVerdict] = []
+    op_used, op_note, op_failed = None, "", False
+    for r in runs:
+        params = {"trial": r.trial, "distribution": r.distribution, "seed": r.seed}
+        v = judge_case(std, r, params)
+        cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "module", v))
+        call = _op_call_for(declared, r)
+        if call is None:
+            if not op_note:
+                op_note = ("disabled" if op is None else
+                           "none: the reference is not a single catalog op (declare NUMSTD_OP to add one)"
+                           if setup.adapter.name == "torch" else
+                           "none: op detection needs torch; pass op=(name, params) to add the op's standard")
+            continue
+        if op_failed or r.candidate is None or r.mutated or len(r.candidate) != 1:
+            continue
+        name, inputs, oparams, how = call
+        try:
+            from ..judge.check import check
+
+            ov = check(r.candidate[0], op=name, inputs=inputs, **oparams)
+        except NumstdError as exc:
+            op_failed, op_note = True, f"{name} not judged by an op standard: {exc}"
+            continue
+        op_used = (name, dict(oparams))
+        op_note = f"{name} ({how}); judged by {ov.standard_id} too"
+        ov = replace(ov, params=dict(ov.params, **params))
+        cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "op", ov))
+    passed = all(c.verdict.passed for c in cases)
+    return GradeReport(passed=passed, standard_id=std.key, dtype=std.output.name, device=device,
+                       framework=setup.adapter.name, op=op_used, op_note=op_note, cases=tuple(cases), trials=trials,
+                       distributions=(ORIGINAL, *dists), seed=seed, seconds=time.perf_counter() - start)
+
+
+def _module_of(obj: Any) -> Any:
+    """The Python module that defines ``obj`` (a class, an instance or a function), if loaded."""
+    mod = getattr(obj, "__module__", None)
+    return sys.modules.get(mod) if isinstance(mod, str) else None
+
+
+def _op_call_for(declared: tuple | None, r: CaseRun) -> tuple | None:
+    if declared is not None:
+        return declared[0], _declared_inputs(r), declared[1], "declared"
+    if r.op_call is not None:
+        name, inputs, params, fname = r.op_call
+        return name, inputs, params, f"detected: the reference's forward is one call of torch {fname}"
+    return None
+
+
+def _declared_inputs(r: CaseRun) -> list:
+    """A declared op takes the module's array inputs, in call order."""
+    return [x for x in r.inputs if isinstance(x, np.ndarray)]
+
+
+def judge_case(std: Any, r: CaseRun, params: Mapping[str, Any] | None = None) -> Verdict:
+    """The module verdict of one :class:`CaseRun`: ``runs``/``shape`` when the candidate raised or returned no
+    arrays, ``inputs_unchanged`` when it wrote into its inputs, else :func:`judge_module`."""
+    params = dict(params or {})
+    shape = r.truth[0].shape if len(r.truth) == 1 else (sum(t.size for t in r.truth),)
+    if r.candidate is None:
+        return _early(std, shape, None, params, "runs" if " raised " in r.error else "shape", r.error)
+    if r.mutated:
+        which = ", ".join(f"inputs[{i}]" for i in r.mutated)
+        return _early(std, shape, None, params, "inputs_unchanged",
+                      f"the candidate wrote into {which}: a kernel must not modify its inputs (copy them first)")
+    return judge_module(r.truth, r.baseline, r.candidate, std, params=params)
+
+
+class _CallableModule(types.ModuleType):
+    """``numstd.grade`` names both this module and its function: importing the submodule makes the
+    package attribute the module, so the module forwards calls to :func:`grade`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> GradeReport:
+        return grade(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+

@@ -1,0 +1,184 @@
+"""``numstd.check`` and ``numstd.assert_conforms``: judge a kernel's output against a standard.
+
+Flow: validate the call (op catalog) → choose the standard (registry) → for each chunk of the
+output (:mod:`numstd.chunks`): float64 reference from the kernel's exact inputs
+(:mod:`numstd.reference`), per-element bound (:mod:`numstd.models`), per-element judging
+(:mod:`numstd.criteria`) → criteria → :class:`~numstd.verdict.Verdict`.
+
+Bad *numbers* in the output never raise: NaN, ±inf, wrong values, a wrong shape or dtype, even an
+object that is not an array give a failing verdict.  A malformed *call* (unknown op, inputs of the
+wrong shape or dtype, unknown parameters, no matching standard) raises a
+:class:`~numstd.errors.NumstdError` whose message says how to fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .._version import __version__
+from ..core.arrays import to_numpy
+from .chunks import default_chunk, plan, prefetch
+from .criteria import Judge, chunk_pieces, evaluate
+from ..core.distribution import UlpDistribution
+from ..core.errors import NonConformance, NumstdError, ParameterError
+from ..core.native import pool
+from .verdict import CriterionResult, Verdict
+
+__all__ = ["check", "assert_conforms", "selector_params"]
+
+
+def selector_params(op: str) -> set[str]:
+    """Call parameters that select a standard for ``op`` rather than change the op (e.g. ``allow_tf32``)."""
+    from ..catalog.registry import list_standards
+
+    names: set[str] = set()
+    for s in list_standards(op):
+        names.update(s.selector)
+    return names
+
+
+def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
+          accumulate: Any = "float32", chunk_size: int | None = None, **params: Any) -> Verdict:
+    """Judge ``actual``, a kernel's output for ``op`` on ``inputs``, against a numstd standard.
+
+    Parameters
+    ----------
+    actual : array-like (numpy/ml_dtypes, torch, jax)
+        The kernel's output.
+    op : str
+        Op name from the catalog (``numstd.ops.OPS``).
+    inputs : sequence of arrays
+        The exact inputs the kernel received (their formats select the standard).
+    standard : str or Standard, optional
+        ``"ID@N"`` (or ``"ID"`` for its latest version).  Default: the one standard covering
+        (op, input formats, output format, ``accumulate``, selector parameters).
+    accumulate : str
+        Declared accumulation format (default float32).
+    chunk_size : int, optional
+        Output elements per chunk (default :func:`numstd.chunks.default_chunk` of the op's kind:
+        2^16; 2^19 for contractions, whose rows are rounded to whole blocks of 256); the verdict does
+        not depend on it.
+    **params
+        Op parameters (numpy names: ``axis``, ``eps``, ``approximate``, …) and selector parameters
+        (``allow_tf32=True``).
+
+    Returns
+    -------
+    Verdict
+    """
+    from ..core.formats import format_of
+    from ..ops.catalog import output_shape, validate
+    from ..reference import validated_reference
+    from ..catalog.registry import find_standard, get_standard
+    from ..models import environment
+
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+    selectors = {k: params.pop(k) for k in list(params) if k in selector_params(op)}
+    spec, arrays, full = validate(op, list(inputs), dict(params))
+    shape = tuple(output_shape(op, arrays, full))
+
+    # the output: anything goes; what is wrong with it is a failing verdict, never an exception
+    act, act_fmt, act_problem = _as_output(actual)
+    if standard is not None:
+        std = get_standard(standard)
+        if std.op != op:
+            raise ParameterError(f"standard {std.key} is for op {std.op!r}, not {op!r}; drop standard= or pick one for {op}")
+    else:
+        n_req = len(spec.inputs) - spec.optional_inputs
+        in_fmts = [format_of(a) for a in arrays[:n_req] if a is not None and a.dtype.kind in "fV"]
+        std = find_standard(op, inputs=in_fmts, output=act_fmt, accumulate=accumulate, **selectors)
+    record = dict(full)
+    record.update(selectors)
+    if act_problem is not None or act.shape != shape:
+        problem = act_problem or f"output shape {act.shape} is not the expected {shape}"
+        return _early_fail(std, op, shape, act_fmt, record, problem)
+
+    judge = Judge(std.output, shape, std.criteria.signed_zero)
+    fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
+    cache: dict = {}  # shared operands converted once for all chunks (contractions)
+
+    # With the compiled judge (no GIL) the next chunk's reference is computed on a worker thread
+    # while this one is judged — not for contractions, whose BLAS calls keep every core busy
+    # already.  The model's terms go to whichever side balances the two threads (prefetch's
+    # ``finish``, from measured CPU times: the worker for exp, beside the judge for softmax).  The
+    # chunks' temporaries reuse their memory (native.pool).
+    background = judge.native and spec.kind not in ("contraction", "attention")
+
+    def prepare(ch: Any) -> tuple:
+        ref = validated_reference(spec.name, ch.inputs, full, resolution=std.output, row_offset=ch.row_offset, cache=cache)
+        return ch, ref, environment(ref, fmts)
+
+    def pieces_of(prepared: tuple) -> list:  # the model's terms: on the worker, or beside the judge
+        ch, ref, env = prepared
+        return chunk_pieces(std, env, ref, act[ch.out_index], ch.out_index)  # (the judge widens the output)
+
+    chunk = chunk_size or default_chunk(spec.kind)
+    with pool(max_bytes=8 * 8 * chunk):
+        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
+                               finish=pieces_of):
+            for piece in pieces:
+                judge.add(**piece)
+    res = judge.result()
+    criteria = evaluate(std, res, act_fmt)
+    passed = all(c.passed for c in criteria)
+    return Verdict(
+        passed=passed, standard_id=std.key, standard_sha256=std.sha256, op=op, shape=shape,
+        formats=dict(std.formats, actual=act_fmt), params=record, criteria=tuple(criteria), ulp=res.ulp,
+        normalized_max=res.normalized_max, worst=tuple(res.worst), n_elements=res.n_elements,
+        n_nonfinite=res.n_nonfinite, message=_message(std, passed, criteria, res), numstd_version=__version__,
+    )
+
+
+def _as_output(actual: Any) -> tuple[np.ndarray | None, str | None, str | None]:
+    """(array, format name or None, problem or None) for whatever the kernel returned."""
+    from ..core.formats import format_of
+
+    try:
+        arr = to_numpy(actual, name="actual")
+    except NumstdError as exc:
+        return np.empty(0), None, f"the output is not a numeric array ({exc})"
+    if arr.dtype.kind == "b" or arr.dtype.kind in "iu":
+        return arr, str(arr.dtype), None
+    try:
+        return arr, format_of(arr).name, None
+    except NumstdError as exc:
+        return arr, str(arr.dtype), f"the output's dtype {arr.dtype} is not a floating-point format ({exc})"
+
+
+def _early_fail(std: Any, op: str, shape: tuple, act_fmt: str | None, params: dict, problem: str) -> Verdict:
+    crit = (CriterionResult("shape", False, 1.0, 0.0, problem),)
+    return Verdict(
+        passed=False, standard_id=std.key, standard_sha256=std.sha256, op=op, shape=shape,
+        formats=dict(std.formats, actual=act_fmt), params=params, criteria=crit, ulp=UlpDistribution(),
+        normalized_max=float("inf"), worst=(), n_elements=0, n_nonfinite=0,
+        message=f"FAIL against {std.citation}: {problem}. Nothing else was judged.", numstd_version=__version__,
+    )
+
+
+def _message(std: Any, passed: bool, criteria: list, res: Any) -> str:
+    u = res.ulp
+    head = f"{'PASS' if passed else 'FAIL'} against {std.citation} ({std.title})."
+    dist = (f" {res.n_elements:,} elements, {u.count:,} compared: max |ULP error| {u.max:.3g}, mean {u.mean:.3g}, "
+            f"mean signed {u.mean_signed:+.3f}, 99.9% ≤ {u.quantiles.get(0.999, 0):.3g}; max |error|/bound "
+            f"{res.normalized_max:.3g}.")
+    failed = [c for c in criteria if not c.passed]
+    tail = " Failed: " + "; ".join(f"{c.name} — {c.message}" for c in failed) + "." if failed else ""
+    if failed and res.worst:
+        w = res.worst[0]
+        tail += (f" Worst element {list(w.index)}: {w.actual!r} vs reference {w.reference!r} "
+                 f"({w.ulp_error:+.3g} ulp, {w.normalized:.3g}× its bound {w.bound:.3g}).")
+    return head + dist + tail
+
+
+def assert_conforms(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None, **params: Any) -> Verdict:
+    """Like :func:`check`, but raise :class:`~numstd.errors.NonConformance` (an AssertionError) on failure.
+
+    Returns the passing verdict.
+    """
+    v = check(actual, op=op, inputs=inputs, standard=standard, **params)
+    if not v.passed:
+        raise NonConformance(v.message, v)
+    return v

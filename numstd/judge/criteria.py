@@ -1,0 +1,462 @@
+"""Pass criteria: per-element judging of one chunk and the final criterion results.
+
+The criteria of a standard (DESIGN.md "Criteria"):
+
+``shape`` / ``dtype``
+    the output has the op's shape and the standard's output format.
+``specials``
+    non-finite outputs exactly where the correctly rounded reference is non-finite (same class:
+    NaN, +inf, −inf); a NaN where the reference is finite fails with its own count.  Signed zeros
+    are compared only when the standard sets ``signed_zero``.
+``bound``
+    ``|a_i − r_i| ≤ B_i`` (the error model, :mod:`numstd.models`) for all but
+    ``bound_max_fraction`` of the finite elements.
+``bias``
+    over the elements where the final rounding dominates the error model (``E_i ≤ κ·ulp(r_i)``,
+    ``bias_kappa`` κ = 8 by default: where the accumulation allowance is many ULPs, legitimate
+    hardware such as truncating tensor-core block FMA has a systematic drift of a fraction of it,
+    and a bias in ULPs says nothing about rounding) and the references in the normal range
+    (``|r_i| ≥`` the smallest normal; below it flushing may be allowed and the ULP is constant),
+    the sign-adjusted mean ULP error ``m = mean(sign(r_i)·e_i)`` satisfies
+    ``|m| ≤ τ + z·max(s, ρ/√3)/√n_eff`` with ``s`` the sample standard deviation and ``ρ/√3`` the
+    standard deviation of a uniform rounding error of ±ρ ULP (a floor, so tiny samples are never
+    rejected for noise).  ``n_eff`` (:func:`effective_sample_size`) is the number of elements,
+    capped by the number of distinct output values among them (counted in a fixed 2^20-bin hashed
+    bitmap, so never over-counted: equal outputs have equal rounding errors).  Truncation instead of rounding gives ``m ≈ −0.5``; a 1 % scale error
+    gives ``|m|`` of several ULPs; both fail on a few hundred elements while RNE and stochastic
+    rounding (mean 0) pass.
+``ulp_max`` / ``ulp_quantiles``
+    optional ULP budgets for elementwise functions.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..core.distribution import BLOCK, DistributionAccumulator, UlpDistribution
+from ..core.native import DISTINCT_BITS, WORST_K
+from ..models import Environment
+from .verdict import CriterionResult, Offender
+
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces"]
+
+_DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
+_DISTINCT_BINS = 1 << _DISTINCT_BITS
+
+
+def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> None:
+    """Judge one chunk under standard ``std``: :func:`chunk_pieces`, then :meth:`Judge.add` for each."""
+    for piece in chunk_pieces(std, env, ref, actual, chunk_index):
+        judge.add(**piece)
+
+
+def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> list[dict]:
+    """The :meth:`Judge.add` arguments of one chunk under standard ``std``: the model's bound and
+    bias term per element.
+
+    The one place where a standard's model meets the judge (``check`` and ``calibrate`` both use
+    it): ``B_i`` from :meth:`~numstd.models.ErrorModel.bound`, and ``E_i`` (the pre-rounding error)
+    with ``κ`` for the bias sample ``E_i ≤ κ·ulp(r_i)``.  A chunk larger than
+    :data:`numstd.chunks.CONTRACTION_CHUNK` elements (callers may ask for larger chunks) is cut into
+    pieces of rows of about that size, which bounds the model's temporaries; pieces come in C order,
+    so totals are unchanged.  (Pieces of ``DEFAULT_CHUNK`` kept the temporaries in cache, but the
+    eight calls per contraction chunk cost more than that saved: a 2048³ bf16 matmul check took
+    0.203–0.215 s in whole chunks vs 0.212–0.218 s in pieces, medians of 7 in 3 alternating
+    processes each†, docs/benchmarks.md.)
+    """
+    from .chunks import CONTRACTION_CHUNK
+
+    shape = np.shape(ref.values)
+    rows = shape[0] if shape else 1
+    step = max(1, CONTRACTION_CHUNK // max(1, math.prod(shape[1:])))
+    if rows <= step:
+        return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index)]
+    p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
+    first = chunk_index[p].start or 0
+
+    def rows_of(x: Any, sl: slice) -> Any:  # per-row terms are cut, broadcast ones pass as they are
+        return x[sl] if np.ndim(x) == len(shape) and np.shape(x)[0] == rows else x
+
+    pieces = []
+    for i0 in range(0, rows, step):
+        sl = slice(i0, min(i0 + step, rows))
+        idx = chunk_index[:p] + (slice(first + sl.start, first + sl.stop),) + chunk_index[p + 1:]
+        pieces.append(_piece(std, {k: rows_of(v, sl) for k, v in env.items()}, ref.values[sl],
+                             rows_of(ref.error_bound, sl), actual[sl], idx))
+    return pieces
+
+
+def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray, chunk_index: tuple) -> dict:
+    e, bound = std.model.evaluate(env, std.output, ref_error)
+    # ulp(r) in the output format where the model computed it already (else the judge does)
+    u = env.computed("ulp") if isinstance(env, Environment) else env.get("ulp")
+    return {"actual": actual, "ref": values, "bound": bound, "chunk_index": chunk_index, "ulp": u,
+            "pre_rounding": e, "bias_kappa": std.criteria.bias_kappa}
+
+
+def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
+    """``r`` with the values that overflow ``fmt`` replaced by their rounding (±inf or NaN).
+
+    Only huge or non-finite references can round to a non-finite value, so only those are rounded;
+    the finite rest is returned unchanged (and unrounded).
+    """
+    from ..core.formats import round_to
+
+    big = ~(np.abs(r) < fmt.max_finite)
+    if not big.any():
+        return r
+    out = np.array(r, dtype=np.float64)
+    out[big] = np.asarray(round_to(r[big], fmt), dtype=np.float64)
+    return out
+
+
+def _flat(x: Any, shape: tuple, scalar: bool = False) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as a contiguous 1-D float64 array (one element when ``scalar``
+    and ``x`` is a single value: the judge broadcasts it)."""
+    x = np.asarray(x, dtype=np.float64)
+    if scalar and x.size == 1:
+        return x.reshape(1)
+    if x.shape == shape and x.flags.c_contiguous:  # (the usual case: no broadcast, no copy)
+        return x.reshape(-1)
+    return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
+
+
+def _measure(a: np.ndarray, r: np.ndarray, b: np.ndarray, u: np.ndarray, may_spill: bool) -> tuple:
+    """``(|a − r| / b, (a − r) / u)`` of finite elements: the normalised error (0/0 → 0, a NaN bound
+    → inf) and the signed ULP error (``u = ulp(r)``, a power of two, so the division is exact)."""
+    from ..core.ulp import _scaled_error
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d = a - r  # (overflows to ±inf only in float64 formats: see the spill in _scaled_error)
+        err = np.abs(d)
+        norm = err / b  # NaN only for 0/0 (no error: 0) or a NaN bound (no bound: inf)
+    nan = np.isnan(norm)
+    if nan.any():
+        norm[nan] = np.where(err[nan] == 0, 0.0, np.inf)
+    e_ulp = _scaled_error(a, r, u) if may_spill else np.divide(d, u, out=d)
+    return norm, e_ulp
+
+
+#: output dtypes the compiled judge reads as stored: (its kind code, the dtype it views them as)
+_NATIVE_KINDS = {np.dtype(np.float64): (0, np.float64), np.dtype(np.float32): (1, np.float32),
+                 np.dtype(ml_dtypes.bfloat16): (2, np.uint16)}
+
+_THRESHOLD_CACHE: dict = {}
+
+
+def _overflow_threshold(fmt: Any) -> float:
+    """The smallest float64 magnitude ``T`` whose rounding to ``fmt`` is not finite (``inf`` when
+    none is): an element is compared exactly when its output is finite and ``|r| < T``.
+
+    Rounding to nearest carries values up to the midpoint between ``max_finite`` and the next
+    (unrepresentable) step ``2^(emax+1)`` to ``max_finite``; whether the midpoint itself overflows
+    depends on the format's tie rule, so both candidates are probed with :func:`numstd.formats.round_to`.
+    """
+    t = _THRESHOLD_CACHE.get(fmt.name)
+    if t is None:
+        from ..core.formats import round_to
+
+        def finite(x: float) -> bool:
+            return bool(np.isfinite(np.asarray(round_to(np.array([x]), fmt), dtype=np.float64))[0])
+
+        mid = fmt.max_finite + math.ldexp(1.0, fmt.emax - fmt.p)
+        if math.isinf(mid):
+            t = math.inf
+        elif not finite(mid):
+            t = mid
+        elif not finite(math.nextafter(mid, math.inf)):
+            t = math.nextafter(mid, math.inf)
+        elif finite(1e308):
+            t = math.inf  # a saturating rounding: nothing overflows
+        else:  # pragma: no cover - every format of the table is one of the cases above (tested)
+            from ..core.errors import FormatError
+
+            raise FormatError(f"{fmt.name}: rounding overflows neither at the midpoint above max_finite nor "
+                              "just past it; add the format's overflow rule to criteria._overflow_threshold")
+        _THRESHOLD_CACHE[fmt.name] = t
+    return t
+
+
+@dataclass
+class JudgeResult:
+    """Totals over all chunks, ready for the criteria."""
+
+    ulp: UlpDistribution
+    n_elements: int
+    n_nonfinite: int
+    n_compared: int
+    violations: int
+    normalized_max: float
+    special_mismatch: int
+    nan_where_finite: int
+    signed_zero_mismatch: int
+    worst: list = field(default_factory=list)
+    n_distinct: int = -1  # distinct output values in the bias statistic (-1: not counted)
+    rows: int = -1  # output rows (all axes but the last; -1: unknown)
+
+
+class Judge:
+    """Per-element judging, chunk by chunk (chunks must arrive in C order of the output).
+
+    Parameters
+    ----------
+    out_fmt : numstd.formats.Format
+        The standard's output format (ULPs and overflow are in it).
+    out_shape : tuple
+    signed_zero : bool
+    native : bool, optional
+        Use the compiled fused loop (:mod:`numstd.native`); default: when it is built and
+        ``NUMSTD_NATIVE=0`` is not set.  Both paths give bit-identical results.
+    """
+
+    def __init__(self, out_fmt: Any, out_shape: tuple, signed_zero: bool = False, native: bool | None = None) -> None:
+        self.fmt = out_fmt
+        self.shape = out_shape
+        self.signed_zero = signed_zero
+        self.dist = DistributionAccumulator()
+        self.n = 0
+        self.nonfinite = 0
+        self.compared = 0
+        self.violations = 0
+        self.norm_max = 0.0
+        self.special = 0
+        self.nan_finite = 0
+        self.sz = 0
+        self._worst: list = []  # heap of (normalized, -flat_index, payload)
+        # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
+        # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
+        self._may_spill = out_fmt.emax + 3 - (out_fmt.emin - out_fmt.p + 1) >= 1023
+        from ..core.native import compiled
+
+        self._native = compiled() if native is None or native else None
+        if native and self._native is None:
+            raise RuntimeError("numstd._native is not built (pip install needs a C compiler); use native=None")
+        self._ws: dict = {}
+        # hashed bitmap of the bias sample's output values: one bool per hash (numpy path) or packed,
+        # bit h & 7 of byte h >> 3 (compiled judge)
+        self._seen = (np.zeros(_DISTINCT_BINS // 8, dtype=np.uint8) if self._native is not None
+                      else np.zeros(_DISTINCT_BINS, dtype=bool))
+
+    @property
+    def native(self) -> bool:
+        """Whether this judge uses the compiled loop (which releases the GIL while it runs)."""
+        return self._native is not None
+
+    def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
+            ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0) -> None:
+        """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
+        ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
+        index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
+        compiled judge computes it from ``ref``'s exponent bits instead).  The elements that enter the
+        bias statistic are those with a normal reference and, when ``pre_rounding`` (``E_i``,
+        broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`)."""
+        from ..core.ulp import ulp as ulp_of
+
+        shape = np.shape(actual)
+        raw = np.asarray(actual)
+        native = self._native is not None
+        if native and raw.dtype in _NATIVE_KINDS and not self.signed_zero:
+            a = np.ascontiguousarray(raw).reshape(-1)  # widened exactly inside the compiled loop
+        else:
+            a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
+        r = _flat(ref, shape)
+        # (the compiled judge computes ulp(r) itself from r's exponent bits: reading it costs more)
+        u = None if native else ulp_of(r, self.fmt) if ulp is None else _flat(ulp, shape, scalar=True)
+        self.n += a.size
+        if a.size == 0:
+            return
+        if self.signed_zero:
+            z = (a == 0) & (r == 0)
+            self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
+        b = _flat(bound, shape, scalar=True)
+        pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
+        if native:
+            self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape)
+        else:
+            self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
+
+    def _add_numpy(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
+        n = a.size
+        b, u = np.broadcast_to(b, n), np.broadcast_to(u, n)
+        ar = np.abs(r)
+        both = np.isfinite(a) & (ar < _overflow_threshold(self.fmt))  # NaN references: False
+        idx = None
+        if not both.all():
+            off = np.flatnonzero(~both)
+            self._specials(a[off], r[off])
+            idx = np.flatnonzero(both)
+            a, r, ar, b, u = a[idx], r[idx], ar[idx], b[idx], u[idx]
+            if pre is not None and pre.size > 1:
+                pre = pre[idx]
+        if a.size == 0:
+            return
+        self.compared += a.size
+        norm, e_ulp = _measure(a, r, b, u, self._may_spill)
+        self.violations += int(np.count_nonzero(norm > 1.0))
+        chunk_max = float(norm.max())
+        self.norm_max = max(self.norm_max, chunk_max)
+        # bias is a statement about rounding in the normal range: references below the smallest
+        # normal (where flushing may be allowed and the ULP is constant) do not enter the signed mean
+        keep = ar >= self.fmt.smallest_normal
+        if pre is not None:
+            keep &= pre <= kappa * u
+        self.dist.add(e_ulp, r, keep)
+        sample = a[keep]
+        if sample.size:
+            h = (sample.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _DISTINCT_BITS)
+            self._seen[h.astype(np.intp)] = True
+        if len(self._worst) < WORST_K or chunk_max > self._worst[0][0]:
+            k = min(WORST_K, norm.size)
+            # the k largest, ties broken toward the earlier element (as the heap does): an
+            # argpartition alone picks among tied values arbitrarily, which made the reported
+            # offenders depend on the chunk size
+            thr = np.partition(norm, norm.size - k)[norm.size - k]
+            above = np.flatnonzero(norm > thr)
+            top = np.concatenate([above, np.flatnonzero(norm == thr)[: k - above.size]])
+            self._push_worst(top if idx is None else idx[top], norm[top], a[top], r[top], e_ulp[top], b[top],
+                             chunk_index, shape)
+
+    def _add_native(self, a, r, b, pre, kappa, chunk_index, shape) -> None:
+        from ..core.ulp import _spacing_params, ulp as ulp_of
+
+        n = a.size
+        ws = self._workspace(n)
+        d = self.dist
+        f = self.fmt
+        kind, view = _NATIVE_KINDS[a.dtype]
+        (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
+            a.view(view), kind, r, b, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
+            self._may_spill, self._seen, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
+            ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f))
+        cap = ws["ablk"].size
+        d._abs.fill, d._signed.fill = afill, sfill
+        d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
+        d._signed.extend(ws["sblk"].reshape(2, cap)[:, :nsb])
+        if nskip:
+            pos = ws["skip"][:nskip]
+            self._specials(a[pos].astype(np.float64), r[pos])
+        if not compared:
+            return
+        d.count += compared
+        d.signed_count += scount
+        d.max = max(d.max, max_abs)
+        self.compared += compared
+        self.violations += violations
+        self.norm_max = max(self.norm_max, norm_max)
+        if len(self._worst) < WORST_K or norm_max > self._worst[0][0]:
+            pos = ws["top"][:ntop].copy()
+            bt = b[pos] if b.size > 1 else np.broadcast_to(b, ntop)
+            ut = np.asarray(ulp_of(r[pos], f), dtype=np.float64)
+            at = a[pos].astype(np.float64)
+            norm, e_ulp = _measure(at, r[pos], bt, ut, self._may_spill)
+            self._push_worst(pos, norm, at, r[pos], e_ulp, bt, chunk_index, shape)
+
+    def _workspace(self, n: int) -> dict:
+        """Output arrays of the compiled judge, reused across chunks (grown when a chunk is larger)."""
+
+        if self._ws.get("n", -1) < n:
+            cap = n // BLOCK + 1
+            self._ws = {"n": n, "ablk": np.empty(cap), "sblk": np.empty(2 * cap),
+                        "skip": np.empty(n, dtype=np.int64), "top": np.empty(WORST_K, dtype=np.int64)}
+        return self._ws
+
+    def _specials(self, av: np.ndarray, r: np.ndarray) -> None:
+        """Account for elements whose output ``av`` (float64) or rounded reference is not finite."""
+        self.nonfinite += av.size
+        ev = rounded_specials(r, self.fmt)
+        same = (np.isnan(av) & np.isnan(ev)) | (av == ev)
+        self.special += int((~same).sum())
+        self.nan_finite += int((np.isnan(av) & np.isfinite(ev)).sum())
+
+    def _push_worst(self, local, norm, a, r, e_ulp, b, chunk_index, chunk_shape) -> None:
+        """Offer the elements at positions ``local`` of the chunk (values given) to the worst-K heap."""
+        multi = np.unravel_index(local, chunk_shape) if chunk_shape else ()
+        offs = [sl.start or 0 if isinstance(sl, slice) else sl for sl in chunk_index]
+        for t in range(len(local)):
+            full: list[int] = []
+            mi = 0
+            for sl, off in zip(chunk_index, offs):
+                if isinstance(sl, slice):
+                    full.append(int(multi[mi][t]) + int(off))
+                    mi += 1
+                else:
+                    full.append(int(sl))
+            flat = int(np.ravel_multi_index(full, self.shape)) if self.shape else 0
+            item = (float(norm[t]), -flat, tuple(full), float(a[t]), float(r[t]), float(e_ulp[t]), float(b[t]))
+            if len(self._worst) < WORST_K:
+                heapq.heappush(self._worst, item)
+            elif item[:2] > self._worst[0][:2]:
+                heapq.heapreplace(self._worst, item)
+
+    def result(self) -> JudgeResult:
+        worst = sorted(self._worst, key=lambda t: (-t[0], -t[1]))
+        return JudgeResult(
+            ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite,
+            n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
+            special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
+            n_distinct=int(np.count_nonzero(np.unpackbits(self._seen) if self.native else self._seen)),
+            rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
+            worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
+                   for w in worst],
+        )
+
+
+def effective_sample_size(op: str, n: int, n_distinct: int = -1, rows: int = -1) -> int:
+    """How many independent rounding errors a bias sample of ``n`` elements holds.
+
+    Equal outputs have equal errors, so ``n`` is capped by the number of distinct output values.
+    (Correlation through shared row computation is kept out of the sample by ``bias_kappa``: only
+    elements whose final rounding dominates the model enter it; ``op`` and ``rows`` are reserved
+    for a row-clustered estimate, see docs/methodology.md.)
+    """
+    n_eff = n if n_distinct < 0 else min(n, n_distinct)
+    return max(1, n_eff)
+
+
+def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[CriterionResult]:
+    """The criterion results of standard ``std`` for the totals ``res``."""
+    c = std.criteria
+    out: list[CriterionResult] = []
+    dtype_ok = actual_format == std.output.name
+    out.append(CriterionResult("dtype", dtype_ok, 0.0 if dtype_ok else 1.0, 0.0,
+                               f"output format {actual_format} " + ("matches" if dtype_ok else f"is not the standard's {std.output.name}")))
+    bad = res.special_mismatch + res.signed_zero_mismatch
+    msg = (f"{res.special_mismatch} non-finite mismatch(es) ({res.nan_where_finite} NaN where the reference is finite)"
+           if res.special_mismatch else "non-finite values where the reference has them")
+    if c.signed_zero:
+        msg += f"; {res.signed_zero_mismatch} signed-zero mismatch(es)"
+    out.append(CriterionResult("specials", bad == 0, float(bad), 0.0, msg))
+    allowed = math.floor(c.bound_max_fraction * res.n_compared)
+    out.append(CriterionResult(
+        "bound", res.violations <= allowed, float(res.violations), float(allowed),
+        f"{res.violations:,} of {res.n_compared:,} elements exceed the error bound (allowed {allowed:,}); "
+        f"max |error|/bound = {res.normalized_max:.3g}"))
+    u = res.ulp
+    if u.signed_count:
+        sd = max(u.std_signed, std.model.rho / math.sqrt(3.0))
+        n_eff = effective_sample_size(std.op, u.signed_count, res.n_distinct, res.rows)
+        limit = c.bias_tau + c.bias_z * sd / math.sqrt(n_eff)
+        ok = abs(u.mean_signed) <= limit
+        distinct = f", {n_eff:,} distinct values" if n_eff < u.signed_count else ""
+        out.append(CriterionResult(
+            "bias", ok, u.mean_signed, limit,
+            f"mean signed error {u.mean_signed:+.3f} ulp over {u.signed_count:,} elements{distinct} (allowed ±{limit:.3f})"))
+    else:
+        out.append(CriterionResult("bias", True, 0.0, math.inf, "no nonzero finite reference values to test bias on"))
+    if c.ulp_max is not None:
+        out.append(CriterionResult("ulp_max", u.max <= c.ulp_max, u.max, c.ulp_max,
+                                   f"max |ULP error| {u.max:.3g} (allowed {c.ulp_max:g})"))
+    for q, limit in sorted(c.ulp_quantiles.items()):
+        if q in u.quantiles:
+            v = u.quantiles[q]
+        else:
+            v = u.max if q >= 1 else math.nan
+        ok = not (v > limit)
+        out.append(CriterionResult(f"ulp_q{q:g}", ok, v, limit, f"{q:g}-quantile of |ULP error| ≤ {v:.3g} (allowed {limit:g})"))
+    return out
