@@ -13,9 +13,9 @@ from pathlib import Path
 
 #: package -> layer; a module may import only from its own package or from lower layers
 LAYERS = {
-    "core": 0, "ops": 1, "models": 1, "emulate": 2, "reference": 2, "catalog": 3, "corpus": 3, "sweeps": 4,
-    "backends": 3, "judge": 4, "grade": 5, "survey": 5, "authoring": 6, "reporting": 6, "testing": 6,
-    "integrations": 7, "cli": 8,
+    "core": 0, "ops": 1, "emulate": 1, "models": 2, "reference": 3, "catalog": 4, "corpus": 5, "sweeps": 5,
+    "backends": 4, "judge": 5, "grade": 6, "survey": 6, "authoring": 7, "reporting": 7, "testing": 7,
+    "integrations": 8, "cli": 9,
 }
 #: modules outside the layers: the package's front door and its compatibility table
 OUTSIDE = {"numstd", "numstd._version", "numstd._aliases", "numstd.__main__", "numstd._native"}

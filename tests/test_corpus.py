@@ -29,7 +29,7 @@ from numstd.ulp import ulp
 
 FP32 = get_format("float32")
 U = FP32.u
-ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")
+ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")
 BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
              "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
 

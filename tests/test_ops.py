@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from numstd.errors import DtypeError, NumstdError, ParameterError, ShapeError, UnknownOpError
 from numstd.ops import KINDS, OPS, REQUIRED, OpSpec, get_op, output_shape, validate
 
-ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")
+ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")
 
 
 def f32(*shape: int, seed: int = 0) -> np.ndarray:

@@ -616,7 +616,13 @@ MP_FUNCS = {
     "relu": lambda x: max(x, mpmath.mpf(0)),
     "rsqrt": lambda x: 1 / mpmath.sqrt(x),
     "sqrt": mpmath.sqrt,
+    # torch.nn.functional.softplus: x where beta x > threshold, else log(1 + exp(beta x)) / beta
+    "softplus": lambda x: x if x > 20 else mpmath.log1p(mpmath.exp(x)),
+    "softplus_beta": lambda x: x if 2 * x > 5 else mpmath.log1p(mpmath.exp(2 * x)) / 2,
 }
+
+#: (op, params) of the MP_FUNCS entries that are not the op with its defaults
+MP_CALLS = {"gelu_tanh": ("gelu", {"approximate": "tanh"}), "softplus_beta": ("softplus", {"beta": 2.0, "threshold": 5.0})}
 
 _F32_TINY = float(np.float32(1e-45))
 
@@ -635,6 +641,8 @@ def _points(name: str, g: np.random.Generator) -> np.ndarray:
         "relu": [-0.0, 1e-45, -1e-45],
         "rsqrt": [5e-324, _F32_TINY, 1e-38, 3.4e38, 1e308, 2.0, 4.0],
         "sqrt": [5e-324, _F32_TINY, 1e-38, 3.4e38, 1e308, 2.0],
+        "softplus": [-700.0, -745.0, -746.0, -800.0, 19.99, 20.0, 20.01, 30.0, 1e-30, -1e-30, -40.0, 88.7, 1e4],
+        "softplus_beta": [-350.0, -372.5, -400.0, 2.49, 2.5, 2.51, 1e-30, -20.0, 1e4],
     }[name]
     pts = np.concatenate([base, special])
     if name in ("log", "rsqrt", "sqrt"):
@@ -646,7 +654,7 @@ def _points(name: str, g: np.random.Generator) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(MP_FUNCS))
 def test_elementwise_against_mpmath(name):
     x = _points(name, rng(15))
-    op, params = ("gelu", {"approximate": "tanh"}) if name == "gelu_tanh" else (name, {})
+    op, params = MP_CALLS.get(name, (name, {}))
     with mpmath.workprec(PREC):
         exact = np.array([MP_FUNCS[name](mpmath.mpf(v)) for v in x], dtype=object)
         r = reference(op, [x], **params)
@@ -860,7 +868,7 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
         "layer_norm": ([x], {}), "rms_norm": ([x], {}), "attention": ([x, x, x], {}),
         "cross_entropy": ([x, np.array([0, 7, 3])], {}),
         **{n: ([np.abs(x) if n in ("log", "rsqrt", "sqrt") else x], {}) for n in
-           ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")},
+           ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")},
     }
     from numstd.ops import OPS
 

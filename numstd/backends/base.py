@@ -30,19 +30,16 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
+from ..ops import OPS
 
 __all__ = ["Backend", "ALL_OPS", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
-           "env_flags"]
+           "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
-ELEMENTWISE_OPS: frozenset[str] = frozenset(
-    {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt"})
+ELEMENTWISE_OPS: frozenset[str] = frozenset(n for n, e in OPS.items() if e.kind == "elementwise")
 
-#: every op of the first catalog a library backend implements
-ALL_OPS: frozenset[str] = ELEMENTWISE_OPS | {
-    "matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm", "rms_norm",
-    "attention", "cross_entropy",
-}
+#: every op of the catalog that ``check`` judges (all but ``module``)
+ALL_OPS: frozenset[str] = frozenset(n for n, e in OPS.items() if e.kind != "module")
 
 #: the floating-point formats libraries hold natively (fp8 and tf32 excluded)
 FLOAT_FORMATS: frozenset[str] = frozenset({"float64", "float32", "float16", "bfloat16"})
@@ -223,4 +220,25 @@ def env_flags(names: Iterable[str], environ: Mapping[str, str] | None = None) ->
 
     env = os.environ if environ is None else environ
     return {n: env[n] for n in names if n in env}
+
+
+def framework_ops(framework: str, special: Iterable[str] = ()) -> frozenset[str]:
+    """Ops a framework backend runs: those whose entry has a :class:`~numstd.ops.entry.Call` for it,
+    plus the backend's own ``special`` (non-mechanical) implementations."""
+    return frozenset(n for n, e in OPS.items() if framework in e.calls) | frozenset(special)
+
+
+def framework_call(op: str, framework: str) -> Any:
+    """``fn(arrays, params)`` that computes ``op`` as its entry's call for ``framework`` says
+    (``numstd.ops.entry.Call``: the dotted function, the arrays in order, the mapped keyword
+    arguments), or None where the entry has none."""
+    call = OPS[op].calls.get(framework) if op in OPS else None
+    if call is None:
+        return None
+    import importlib
+
+    module, _, name = call.fn.rpartition(".")
+    fn = getattr(importlib.import_module(module), name)
+    n = len(OPS[op].inputs)
+    return lambda arrays, params: fn(*arrays[:n], **call.arguments(params))
 

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, env_flags, missing_module_reason, version_string
+from .base import Backend, env_flags, framework_call, framework_ops, missing_module_reason, version_string
 
 __all__ = ["JaxBackend"]
 
@@ -88,34 +88,26 @@ def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     return loss
 
 
+#: the ops :func:`_table` implements (their calls are not mechanical)
+_SPECIAL: frozenset[str] = frozenset({"linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
+                                      "cross_entropy"})
+
+
 def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
+    """The calls that are not mechanical; the others come from the ops' entries (framework_call)."""
     import jax.numpy as jnp
     from jax import lax
-    from jax.scipy.special import erf
 
     def red(fn: Callable) -> Callable:
         return lambda a, p: fn(a[0], axis=p["axis"], keepdims=p["keepdims"])
 
     return {
-        "matmul": lambda a, p: jnp.matmul(a[0], a[1]),
         "linear": lambda a, p: jnp.matmul(a[0], a[1].T) + (a[2] if a[2] is not None else 0),
         "sum": red(jnp.sum),
         "mean": red(jnp.mean),
-        "cumsum": lambda a, p: jnp.cumsum(a[0], axis=p["axis"]),
-        "softmax": lambda a, p: jax.nn.softmax(a[0], axis=p["axis"]),
-        "log_softmax": lambda a, p: jax.nn.log_softmax(a[0], axis=p["axis"]),
         "layer_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], a[2], p["eps"], True),
         "rms_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], None, p["eps"], False),
-        "exp": lambda a, p: jnp.exp(a[0]),
-        "log": lambda a, p: jnp.log(a[0]),
-        "tanh": lambda a, p: jnp.tanh(a[0]),
-        "sigmoid": lambda a, p: jax.nn.sigmoid(a[0]),
-        "erf": lambda a, p: erf(a[0]),
         "gelu": lambda a, p: jax.nn.gelu(a[0], approximate=p["approximate"] == "tanh"),
-        "silu": lambda a, p: jax.nn.silu(a[0]),
-        "relu": lambda a, p: jax.nn.relu(a[0]),
-        "rsqrt": lambda a, p: lax.rsqrt(a[0]),
-        "sqrt": lambda a, p: jnp.sqrt(a[0]),
         "attention": lambda a, p: _attention(jax, jnp, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: _cross_entropy(jax, jnp, a[0], a[1], p["reduction"]),
     }
@@ -156,6 +148,9 @@ class JaxBackend(Backend):
         import jax
 
         return jax.devices(self._platform)[0]
+
+    def ops(self) -> frozenset[str]:
+        return framework_ops("jax", _SPECIAL)
 
     def input_formats(self) -> frozenset[str]:
         return frozenset({"float64", "float32", "float16", "bfloat16"})
@@ -210,7 +205,7 @@ class JaxBackend(Backend):
         with self._lock:
             fn = self._jitted.get(key)
             if fn is None:
-                impl = _table(jax)[op]
+                impl = _table(jax).get(op) or framework_call(op, "jax")
                 fn = self._jitted[key] = jax.jit(lambda *args: impl(list(args), params))
         return fn
 

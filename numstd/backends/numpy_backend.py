@@ -131,6 +131,9 @@ class NumpyBackend(Backend):
     def _probe(self) -> tuple[bool, str]:
         return True, ""
 
+    def ops(self) -> frozenset[str]:
+        return frozenset(_OPS)
+
     def input_formats(self) -> frozenset[str]:
         from ..core.formats import FORMATS
 

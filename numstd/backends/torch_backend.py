@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, missing_module_reason, version_string
+from .base import Backend, framework_call, framework_ops, missing_module_reason, version_string
 
 __all__ = ["TorchBackend", "to_torch"]
 
@@ -79,30 +79,21 @@ def _attention(torch: Any, F: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
     return out[0] if flat else out
 
 
+#: the ops :func:`_table` implements (their calls are not mechanical)
+_SPECIAL: frozenset[str] = frozenset({"sum", "mean", "layer_norm", "rms_norm", "attention", "cross_entropy"})
+
+
 def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
+    """The calls that are not mechanical; the others come from the ops' entries (framework_call)."""
+
     def red(fn: Callable) -> Callable:
         return lambda a, p: fn(a[0], dim=_dims(p, a[0].dim()), keepdim=p["keepdims"])
 
     return {
-        "matmul": lambda a, p: torch.matmul(a[0], a[1]),
-        "linear": lambda a, p: F.linear(a[0], a[1], a[2]),
         "sum": red(torch.sum),
         "mean": red(torch.mean),
-        "cumsum": lambda a, p: torch.cumsum(a[0], dim=p["axis"]),
-        "softmax": lambda a, p: F.softmax(a[0], dim=p["axis"]),
-        "log_softmax": lambda a, p: F.log_softmax(a[0], dim=p["axis"]),
         "layer_norm": lambda a, p: F.layer_norm(a[0], a[0].shape[-1:], a[1], a[2], p["eps"]),
         "rms_norm": lambda a, p: F.rms_norm(a[0], a[0].shape[-1:], a[1], p["eps"]),
-        "exp": lambda a, p: torch.exp(a[0]),
-        "log": lambda a, p: torch.log(a[0]),
-        "tanh": lambda a, p: torch.tanh(a[0]),
-        "sigmoid": lambda a, p: torch.sigmoid(a[0]),
-        "erf": lambda a, p: torch.erf(a[0]),
-        "gelu": lambda a, p: F.gelu(a[0], approximate=p["approximate"]),
-        "silu": lambda a, p: F.silu(a[0]),
-        "relu": lambda a, p: F.relu(a[0]),
-        "rsqrt": lambda a, p: torch.rsqrt(a[0]),
-        "sqrt": lambda a, p: torch.sqrt(a[0]),
         "attention": lambda a, p: _attention(torch, F, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: F.cross_entropy(a[0], a[1].long(), reduction=p["reduction"]),
     }
@@ -138,6 +129,9 @@ class TorchBackend(Backend):
         import torch
 
         return torch.device(self._device_kind)
+
+    def ops(self) -> frozenset[str]:
+        return framework_ops("torch", _SPECIAL)
 
     def input_formats(self) -> frozenset[str]:
         return frozenset({"float64", "float32", "float16", "bfloat16"})
@@ -192,7 +186,7 @@ class TorchBackend(Backend):
 
         dev = self._torch_device()
         args = [None if a is None else to_torch(a, dev) for a in arrays]
-        fn = _table(torch, F)[op]
+        fn = _table(torch, F).get(op) or framework_call(op, "torch")
         with torch.no_grad():
             if self._device_kind != "cuda":
                 out = fn(args, params)

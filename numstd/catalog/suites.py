@@ -34,7 +34,6 @@ import numpy as np
 __all__ = ["DISTRIBUTIONS", "Case", "make_case", "cases_for", "draw"]
 
 DISTRIBUTIONS = ("normal", "uniform", "uniform01", "heavy", "offset", "large", "rowscale", "wide", "smallvar", "specials")
-_POSITIVE = {"log", "sqrt", "rsqrt"}
 
 
 @dataclass(frozen=True)
@@ -114,6 +113,7 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
               params: Mapping[str, Any] | None = None) -> Case:
     """Regenerate one case's inputs, rounded (RNE) into ``formats`` (one per input; the last repeats)."""
     from ..core.formats import get_format, round_to
+    from ..ops import get_op
 
     shape = tuple(int(s) for s in shape)
     case = Case(op, shape, distribution, int(seed), [], dict(params or {}))
@@ -150,7 +150,7 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         inputs = [x, w] + ([q(0.1 * rng.standard_normal(shape[-1:]), 2)] if op == "layer_norm" else [])
     else:
         x = draw(rng, shape, distribution, fmt(0))
-        if op in _POSITIVE:
+        if get_op(op).positive:
             x = np.abs(x) + (fmt(0).smallest_normal if op == "rsqrt" else 0.0)
         inputs = [q(x, 0)]
     return Case(op, shape, distribution, int(seed), inputs, dict(params or {}))

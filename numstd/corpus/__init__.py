@@ -40,12 +40,13 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..ops import OPS
+
 __all__ = ["Variant", "VARIANTS", "FAMILIES", "MODULES", "variants_for", "input_formats"]
 
-#: family modules of the corpus, loaded on first use of :data:`VARIANTS`.
-MODULES: tuple[str, ...] = (
-    "contraction", "reductions", "softmax", "losses", "normalization", "elementwise", "attention",
-)
+#: family modules of the corpus (each op's entry in :mod:`numstd.ops` names its module), loaded on
+#: first use of :data:`VARIANTS`.
+MODULES: tuple[str, ...] = tuple(dict.fromkeys(e.corpus for e in OPS.values() if e.corpus))
 
 #: what a variant's ``family`` names (legitimate variation or kind of bug).
 FAMILIES: Mapping[str, str] = {

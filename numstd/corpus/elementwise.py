@@ -30,13 +30,15 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..core.formats import Format
+from ..ops import OPS as CATALOG
 from ._common import (
     FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, to_torch, torch_inputs, Work,
 )
 
 __all__ = ["VARIANTS", "EXACT", "OPS"]
 
-OPS: tuple[str, ...] = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")
+#: the elementwise ops of the catalog (numstd.ops.elementwise): each gets the generic variants below
+OPS: tuple[str, ...] = tuple(name for name, e in CATALOG.items() if e.kind == "elementwise")
 
 _V: list = []
 variant = registrar(_V)
@@ -76,8 +78,8 @@ def _gelu_exact(x: np.ndarray, approximate: str) -> np.ndarray:
     return 0.5 * x * _erfc(-x * _SQRT1_2)
 
 
-#: float64 formulas of each op (accurate to a few float64 ULPs): the "correctly rounded" values.
-EXACT: Mapping[str, Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]] = {
+#: float64 formulas of the first ten ops (accurate to a few float64 ULPs): the "correctly rounded" values.
+_FORMULAS: Mapping[str, Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]] = {
     "exp": lambda x, p: np.exp(x),
     "log": lambda x, p: np.log(x),
     "tanh": lambda x, p: np.tanh(x),
@@ -91,33 +93,21 @@ EXACT: Mapping[str, Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]] = {
 }
 
 
+def _entry_value(op: str) -> Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]:
+    ref = CATALOG[op].ref
+    return lambda x, p: ref(x, dict(CATALOG[op].params, **p))[0]
+
+
+#: the "correctly rounded" float64 value of every elementwise op: the formulas above, else the
+#: value of the op's reference (numstd.ops.elementwise, OpInfo.ref)
+EXACT: Mapping[str, Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]] = {
+    op: _FORMULAS[op] if op in _FORMULAS else _entry_value(op) for op in OPS
+}
+
+
 def _math(op: str, x: np.ndarray, w: Work, params: Mapping[str, Any]) -> np.ndarray:
-    """The op in the working precision with numpy/scipy functions (each call rounded to ``acc``)."""
-    q, c = w.q, w.c
-    if op == "exp":
-        return q(np.exp(x))
-    if op == "log":
-        return q(np.log(x))
-    if op == "tanh":
-        return q(np.tanh(x))
-    if op == "sigmoid":
-        return q(_expit(x))
-    if op == "erf":
-        return q(_erf(x))
-    if op == "gelu":
-        if params.get("approximate", "none") == "tanh":
-            inner = q(c(_TANH_C) * q(x + q(c(0.044715) * q(q(x * x) * x))))
-            return q(q(c(0.5) * x) * q(c(1.0) + q(np.tanh(inner))))
-        return q(q(c(0.5) * x) * q(c(1.0) + q(_erf(q(x * c(_SQRT1_2))))))
-    if op == "silu":
-        return q(x * q(_expit(x)))
-    if op == "relu":
-        return np.maximum(x, w.dtype(0))
-    if op == "rsqrt":
-        return q(c(1.0) / q(np.sqrt(x)))
-    if op == "sqrt":
-        return q(np.sqrt(x))
-    raise AssertionError(op)  # pragma: no cover
+    """The op in the working precision (each operation rounded to ``acc``): the entry's ``math``."""
+    return CATALOG[op].math(x, w, params)
 
 
 def _x(inputs: list, w: Work) -> np.ndarray:
@@ -201,15 +191,10 @@ def _cr_then_round(op, inputs, params, out, acc, seed):
        "internally), cast to the output format; only where torch is installed",
        applies=torch_inputs, acc_formats=FP32_ONLY)
 def _torch_cpu(op, inputs, params, out, acc, seed):
-    import torch
-    import torch.nn.functional as F
+    from ..backends.base import framework_call
 
     t = to_torch(inputs[0])
-    fn = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-          "erf": torch.erf, "silu": F.silu, "relu": torch.relu, "rsqrt": torch.rsqrt,
-          "sqrt": torch.sqrt,
-          "gelu": lambda v: F.gelu(v, approximate=params.get("approximate", "none"))}[op]
-    return finish(from_torch(fn(t)), out)
+    return finish(from_torch(framework_call(op, "torch")([t], params)), out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,5 +463,24 @@ def _relu_leaky(op, inputs, params, out, acc, seed):
     x = _x(inputs, w)
     return finish(np.where(x > 0, x, w.q(x * w.c(0.01))), out)
 
+
+# ---------------------------------------------------------------------------------------------
+# op-specific variants that the ops' entries define (numstd.ops.elementwise, OpInfo.variants)
+# ---------------------------------------------------------------------------------------------
+
+
+def _entry_variant(formula: Callable) -> Callable:
+    def run(op, inputs, params, out, acc, seed):
+        w = Work(acc)
+        return finish(formula(_x(inputs, w), w, params), out)
+
+    run.__name__ = formula.__name__.lstrip("_")
+    run.__doc__ = formula.__doc__
+    return run
+
+
+for _op in OPS:
+    for _name, _family, _legit, _description, _formula in CATALOG[_op].variants:
+        _each(_name, _family, _legit, _description, ops=(_op,), observe=not _legit)(_entry_variant(_formula))
 
 VARIANTS: tuple = tuple(_V)

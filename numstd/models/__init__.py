@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import types
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from ..core.errors import SchemaError
+from ..ops import OPS
 from .formula import Formula
 
 __all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
@@ -40,23 +42,9 @@ __all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment",
 #: terms every model may use: magnitudes of the reference and unit roundoffs of the formats.
 COMMON_TERMS = ("absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out")
 
-#: op-specific terms, read from :attr:`numstd.reference.Reference.aux` under the same names.
-OP_TERMS: Mapping[str, tuple[str, ...]] = {
-    "matmul": ("absdot", "K"),
-    "linear": ("absdot", "K"),
-    "sum": ("abssum", "K"),
-    "mean": ("abssum", "K"),
-    "cumsum": ("abssum", "K"),
-    "softmax": ("dev", "devmean", "K"),
-    "log_softmax": ("dev", "devmean", "lse", "K"),
-    "layer_norm": ("mean", "sigma", "xhat", "absw", "absb", "absx", "absmean", "K"),
-    "rms_norm": ("rms", "xhat", "absw", "K"),
-    "attention": ("absout", "scoremag", "K", "E"),
-    "cross_entropy": ("lse", "dev", "K", "N"),
-    "module": ("base",),
-    **{name: ("x", "cond") for name in (
-        "exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")},
-}
+#: op-specific terms, read from :attr:`numstd.reference.Reference.aux` under the same names (each
+#: op's entry in :mod:`numstd.ops` lists them).
+OP_TERMS: Mapping[str, tuple[str, ...]] = types.MappingProxyType({name: e.terms for name, e in OPS.items()})
 
 
 def terms_for(op: str) -> frozenset:

@@ -1,4 +1,4 @@
-"""The op catalog: every op numstd knows, its inputs and parameters, and validation of a call.
+"""The op catalog: every op numstd knows (the entries of the family modules) and validation of a call.
 
 One place decides whether a call is well formed: :func:`validate` converts the inputs to numpy
 (keeping their formats), checks their number, dtypes and shapes, checks the parameters and fills
@@ -6,8 +6,10 @@ their defaults.  Everything downstream (references, error models, chunking, stan
 validated arrays and a complete parameter dict and never re-checks.
 
 Semantics follow ``torch.nn.functional`` for the same name; parameter names follow numpy
-(``axis``, ``keepdims``, ``eps``, ``approximate``).  Each op's formula is in its
-:attr:`OpSpec.doc`; :mod:`numstd.reference` computes exactly these formulas.
+(``axis``, ``keepdims``, ``eps``, ``approximate``).  Each op's entry (:class:`~numstd.ops.entry.OpInfo`)
+lives in its family's module (:mod:`numstd.ops.elementwise`, ``.contraction``, ``.reduction``,
+``.softmax``, ``.normalization``, ``.attention``, ``.loss``, ``.module``); its formula is in
+:attr:`OpInfo.doc` and :mod:`numstd.reference` computes exactly these formulas.
 
 Kinds (what the error analysis of the op looks like):
 
@@ -19,7 +21,7 @@ reduction       sum, mean
 scan            cumsum
 softmax         softmax, log_softmax
 normalization   layer_norm, rms_norm
-elementwise     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt
+elementwise     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt, softplus
 attention       attention  (two contractions around a softmax)
 loss            cross_entropy
 exact           (reserved for ops whose correct result is exactly representable)
@@ -38,11 +40,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..core.arrays import to_numpy
-from ..core.errors import DtypeError, ParameterError, ShapeError, UnknownOpError
+from ..core.errors import DtypeError, ParameterError, UnknownOpError
+from .entry import KINDS, REQUIRED, OpInfo
 
 __all__ = [
+    "OpInfo",
     "OpSpec",
     "OPS",
+    "FAMILIES",
     "KINDS",
     "REQUIRED",
     "get_op",
@@ -51,137 +56,31 @@ __all__ = [
     "default_rms_eps",
 ]
 
-KINDS: tuple[str, ...] = (
-    "contraction", "reduction", "scan", "softmax", "normalization", "elementwise", "attention",
-    "loss", "exact", "module",
+#: the modules of :mod:`numstd.ops` that hold the entries, one per op family
+FAMILIES: tuple[str, ...] = (
+    "contraction", "reduction", "softmax", "normalization", "elementwise", "attention", "loss", "module",
 )
 
-
-class _Required:
-    """Sentinel default of a parameter that has to be given."""
-
-    _instance: "_Required | None" = None
-
-    def __new__(cls) -> "_Required":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "REQUIRED"
+OpSpec = OpInfo  # the entry's name before the entries held more than the signature
 
 
-REQUIRED = _Required()
+def _collect() -> Mapping[str, OpInfo]:
+    import importlib
+
+    out: dict[str, OpInfo] = {}
+    for family in FAMILIES:
+        for e in importlib.import_module(f"{__package__}.{family}").ENTRIES:
+            if e.name in out:  # pragma: no cover - caught by tests/test_ops.py
+                raise AssertionError(f"op {e.name!r} has two entries")
+            out[e.name] = e
+    return types.MappingProxyType(out)
 
 
-@dataclass(frozen=True)
-class OpSpec:
-    """One entry of the op catalog.
-
-    Attributes
-    ----------
-    name : str
-        The op name used in ``check(op=...)`` and in standard files.
-    kind : str
-        One of :data:`KINDS`.
-    inputs : tuple of str
-        Input names in call order, e.g. ``("x", "weight", "bias")``.
-    optional_inputs : int
-        How many trailing inputs may be omitted or ``None``.
-    params : mapping of str to object
-        Parameter names and their defaults (:data:`REQUIRED` where a value must be given).
-    doc : str
-        The op's formula and conventions.
-    """
-
-    name: str
-    kind: str
-    inputs: tuple[str, ...]
-    optional_inputs: int
-    params: Mapping[str, object]
-    doc: str
-
-    @property
-    def n_required(self) -> int:
-        """Number of inputs that must be given."""
-        return len(self.inputs) - self.optional_inputs
+OPS: Mapping[str, OpInfo] = _collect()
+"""Read-only mapping op name -> :class:`~numstd.ops.entry.OpInfo`."""
 
 
-def _spec(name: str, kind: str, inputs: tuple[str, ...], optional: int, params: dict, doc: str) -> OpSpec:
-    return OpSpec(name, kind, inputs, optional, types.MappingProxyType(dict(params)), doc)
-
-
-_ELEMENTWISE_DOCS = {
-    "exp": "y = exp(x)",
-    "log": "y = log(x)  (natural logarithm; -inf at 0, NaN below 0)",
-    "tanh": "y = tanh(x)",
-    "sigmoid": "y = 1 / (1 + exp(-x))",
-    "erf": "y = erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt",
-    "gelu": ('approximate="none": y = x/2 * (1 + erf(x/sqrt(2))) = x/2 * erfc(-x/sqrt(2)); '
-             'approximate="tanh": y = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))  '
-             "(torch.nn.functional.gelu)"),
-    "silu": "y = x * sigmoid(x) = x / (1 + exp(-x))",
-    "relu": "y = max(x, 0)",
-    "rsqrt": "y = 1 / sqrt(x)",
-    "sqrt": "y = sqrt(x)",
-}
-
-_CATALOG: tuple[OpSpec, ...] = (
-    _spec("matmul", "contraction", ("A", "B"), 0, {},
-          "C = A @ B with numpy.matmul semantics: batched over leading axes with broadcasting; a 1-D "
-          "A is a row vector, a 1-D B a column vector, and the added axis is removed. "
-          "K = A.shape[-1] = B.shape[-2]."),
-    _spec("linear", "contraction", ("x", "weight", "bias"), 1, {},
-          "y = x @ weight.T + bias (torch.nn.functional.linear): weight is (out_features, "
-          "in_features), bias (out_features,) or omitted. K = in_features."),
-    _spec("sum", "reduction", ("x",), 0, {"axis": None, "keepdims": False},
-          "s = sum of x over axis (numpy.sum): axis None (all axes), an int or a tuple of ints."),
-    _spec("mean", "reduction", ("x",), 0, {"axis": None, "keepdims": False},
-          "m = sum(x, axis) / K with K the number of reduced elements (numpy.mean)."),
-    _spec("cumsum", "scan", ("x",), 0, {"axis": -1},
-          "inclusive prefix sums along axis: y[..., i] = sum_{j <= i} x[..., j]. Unlike numpy "
-          "(which flattens when axis is None) the default is the last axis, as in torch.cumsum "
-          "with dim=-1; axis must be an int."),
-    _spec("softmax", "softmax", ("x",), 0, {"axis": -1},
-          "y_j = exp(x_j - max x) / sum_k exp(x_k - max x) along axis "
-          "(torch.nn.functional.softmax with dim=axis)."),
-    _spec("log_softmax", "softmax", ("x",), 0, {"axis": -1},
-          "y_j = (x_j - max x) - log sum_k exp(x_k - max x) along axis "
-          "(torch.nn.functional.log_softmax with dim=axis)."),
-    _spec("layer_norm", "normalization", ("x", "weight", "bias"), 2, {"eps": 1e-5},
-          "y = (x - mean) / sqrt(var + eps) * weight + bias over the last axis, var the biased "
-          "variance mean((x - mean)^2) (torch.nn.functional.layer_norm with normalized_shape = "
-          "x.shape[-1:]); weight and bias have shape (x.shape[-1],) and default to 1 and 0."),
-    _spec("rms_norm", "normalization", ("x", "weight"), 1, {"eps": None},
-          "y = x / sqrt(mean(x^2) + eps) * weight over the last axis (torch.nn.functional.rms_norm "
-          "with normalized_shape = x.shape[-1:]). eps=None is what torch uses: the machine epsilon "
-          "of the computation type, 2^-52 for float64 inputs and float32's 2^-23 for all narrower "
-          "formats (torch computes 16-bit inputs in float32); validate() fills in the number."),
-    *(_spec(name, "elementwise", ("x",), 0, {"approximate": "none"} if name == "gelu" else {}, doc)
-      for name, doc in _ELEMENTWISE_DOCS.items()),
-    _spec("attention", "attention", ("q", "k", "v"), 0, {"scale": None, "causal": False},
-          "out = softmax(q @ k^T * scale + mask) @ v (torch.nn.functional."
-          "scaled_dot_product_attention): q (..., L, E), k (..., S, E), v (..., S, Ev), leading "
-          "axes broadcast. scale=None means 1/sqrt(E), filled in by validate() as the nearest "
-          "float64 number, which the reference then takes as the exact scale. causal=True masks "
-          "key j for query i when j > i (is_causal: the lower triangle aligned to the top-left "
-          "corner)."),
-    _spec("cross_entropy", "loss", ("logits", "target"), 0, {"reduction": "mean"},
-          "loss_n = logsumexp(logits[n]) - logits[n, target[n]] (torch.nn.functional."
-          "cross_entropy with class-index targets, no weights, no ignore_index, no label "
-          "smoothing): logits (N, C), target (N,) integers in [0, C); reduction 'mean' (sum / N), "
-          "'sum' or 'none' (the N losses)."),
-    _spec("module", "module", ("inputs",), 0, {},
-          "y = model(*inputs): a whole model (a KernelBench-style nn.Module or callable) graded by numstd.grade against "
-          "its own float64 run: the NS-MODULE standards. Not an op of numstd.check or "
-          "numstd.reference."),
-)
-
-OPS: Mapping[str, OpSpec] = types.MappingProxyType({s.name: s for s in _CATALOG})
-"""Read-only mapping op name -> :class:`OpSpec`."""
-
-
-def get_op(name: Any) -> OpSpec:
+def get_op(name: Any) -> OpInfo:
     """Return the catalog entry for ``name``.
 
     Raises
@@ -189,7 +88,7 @@ def get_op(name: Any) -> OpSpec:
     UnknownOpError
         Listing the catalog and the closest names (``difflib``).
     """
-    if isinstance(name, OpSpec):
+    if isinstance(name, OpInfo):
         return name
     if isinstance(name, str) and name in OPS:
         return OPS[name]
@@ -224,9 +123,9 @@ def _as_array(x: Any, name: str) -> np.ndarray:
     return to_numpy(x, name=name)
 
 
-def _check_dtype(spec: OpSpec, pos: int, arr: np.ndarray) -> None:
+def _check_dtype(spec: OpInfo, pos: int, arr: np.ndarray) -> None:
     label = f"{spec.name}: inputs[{pos}] ({spec.inputs[pos]})"
-    if spec.name == "cross_entropy" and pos == 1:
+    if pos in spec.integer_inputs:
         if arr.dtype.kind not in "iu":
             raise DtypeError(
                 f"{label} has dtype {arr.dtype}; cross_entropy takes integer class indices "
@@ -318,7 +217,7 @@ _TORCH_NAMES: Mapping[str, str] = types.MappingProxyType({
 })
 
 
-def _check_params(spec: OpSpec, arrays: list, params: Mapping[str, Any]) -> dict:
+def _check_params(spec: OpInfo, arrays: list, params: Mapping[str, Any]) -> dict:
     op = spec.name
     unknown = [k for k in params if k not in spec.params]
     if unknown:
@@ -359,6 +258,8 @@ def _check_params(spec: OpSpec, arrays: list, params: Mapping[str, Any]) -> dict
         full["scale"] = float(s)
     if "reduction" in full:
         full["reduction"] = _choice(op, "reduction", full["reduction"], ("mean", "sum", "none"))
+    for name, rule in spec.param_checks.items():
+        full[name] = rule(op, full[name])
     return full
 
 
@@ -367,118 +268,9 @@ def _check_params(spec: OpSpec, arrays: list, params: Mapping[str, Any]) -> dict
 # ---------------------------------------------------------------------------------------------
 
 
-def _broadcast(op: str, what: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ShapeError(
-            f"{op}: the batch axes of {what} {', '.join(str(s) for s in shapes)} do not broadcast; "
-            "make them equal or 1"
-        ) from None
-
-
-def _need_ndim(spec: OpSpec, pos: int, arr: np.ndarray, ndim: int, hint: str) -> None:
-    if arr.ndim < ndim:
-        raise ShapeError(
-            f"{spec.name}: inputs[{pos}] ({spec.inputs[pos]}) has shape {arr.shape}; it needs at least "
-            f"{ndim} dimension(s) {hint}"
-        )
-
-
-def _check_vector(spec: OpSpec, pos: int, arr: np.ndarray | None, n: int, what: str) -> None:
-    if arr is not None and arr.shape != (n,):
-        raise ShapeError(
-            f"{spec.name}: inputs[{pos}] ({spec.inputs[pos]}) has shape {arr.shape}; it must be ({n},), "
-            f"{what}"
-        )
-
-
-def _shape(spec: OpSpec, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
-    """Check the input shapes against each other and return the output shape."""
-    op = spec.name
-    x = a[0]
-    if op == "matmul":
-        A, B = a
-        for pos, arr in enumerate(a):
-            if arr.ndim == 0:
-                raise ShapeError(f"matmul: inputs[{pos}] ({spec.inputs[pos]}) is 0-d; matmul needs arrays "
-                                 "with at least 1 dimension (use multiply for scalars)")
-        ka = A.shape[-1]
-        kb = B.shape[0] if B.ndim == 1 else B.shape[-2]
-        if ka != kb:
-            raise ShapeError(
-                f"matmul: inner dimensions differ: A {A.shape} has K={ka} columns but B {B.shape} has "
-                f"K={kb} rows; A.shape[-1] must equal B.shape[-2] (B.shape[0] for a 1-D B)"
-            )
-        batch = _broadcast(op, "A and B", A.shape[:-2], B.shape[:-2])
-        tail = (A.shape[-2],) if A.ndim >= 2 else ()
-        tail += (B.shape[-1],) if B.ndim >= 2 else ()
-        return batch + tail
-    if op == "linear":
-        x, W, b = a
-        _need_ndim(spec, 0, x, 1, "(..., in_features)")
-        if W.ndim != 2:
-            raise ShapeError(f"linear: inputs[1] (weight) has shape {W.shape}; it must be 2-D "
-                             "(out_features, in_features) as in torch.nn.functional.linear")
-        if W.shape[1] != x.shape[-1]:
-            raise ShapeError(
-                f"linear: x {x.shape} has in_features={x.shape[-1]} but weight {W.shape} has "
-                f"in_features={W.shape[1]}; weight must be (out_features, in_features) — pass W.T if "
-                "yours is (in, out)"
-            )
-        _check_vector(spec, 2, b, W.shape[0], "one bias per output feature")
-        return x.shape[:-1] + (W.shape[0],)
-    if op in ("sum", "mean"):
-        axis = p["axis"]
-        axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
-        if op == "mean" and math.prod(x.shape[i] for i in axes) == 0:
-            raise ShapeError(f"mean: the reduced axes of x {x.shape} hold no elements; the mean of nothing "
-                             "is undefined — reduce over non-empty axes")
-        if p["keepdims"]:
-            return tuple(1 if i in axes else n for i, n in enumerate(x.shape))
-        return tuple(n for i, n in enumerate(x.shape) if i not in axes)
-    if spec.kind == "normalization":
-        _need_ndim(spec, 0, x, 1, "(the normalised axis is the last one)")
-        n = x.shape[-1]
-        for pos in range(1, len(a)):
-            _check_vector(spec, pos, a[pos], n, f"matching the last axis of x {x.shape}")
-        return x.shape
-    if op == "attention":
-        q, k, v = a
-        for pos, arr in enumerate(a):
-            _need_ndim(spec, pos, arr, 2, "(..., length, features)")
-        if k.shape[-1] != q.shape[-1]:
-            raise ShapeError(f"attention: q {q.shape} and k {k.shape} must have the same last axis E "
-                             "(q is (..., L, E), k is (..., S, E))")
-        if k.shape[-2] == 0:
-            raise ShapeError(f"attention: k {k.shape} has no keys (S = 0); the softmax over no keys is "
-                             "undefined — pass at least one key")
-        if v.shape[-2] != k.shape[-2]:
-            raise ShapeError(f"attention: k {k.shape} and v {v.shape} must have the same number of keys S "
-                             "(k is (..., S, E), v is (..., S, Ev))")
-        batch = _broadcast(op, "q, k and v", q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        return batch + (q.shape[-2], v.shape[-1])
-    if op == "cross_entropy":
-        logits, target = a
-        if logits.ndim != 2:
-            raise ShapeError(f"cross_entropy: logits has shape {logits.shape}; it must be (N, C) "
-                             "(reshape to (-1, C); 1-D logits: logits[None])")
-        n, c = logits.shape
-        if target.shape != (n,):
-            raise ShapeError(f"cross_entropy: target has shape {target.shape}; it must be ({n},), one class "
-                             f"index per row of logits {logits.shape}")
-        if target.size and (int(target.min()) < 0 or int(target.max()) >= c):
-            bad = int(target.min()) if int(target.min()) < 0 else int(target.max())
-            raise ShapeError(f"cross_entropy: target holds class index {bad}, outside [0, {c}) for logits "
-                             f"with C={c} classes (ignore_index is not supported: drop those rows)")
-        if p["reduction"] == "mean" and n == 0:
-            raise ShapeError("cross_entropy: reduction='mean' of 0 rows is undefined; pass at least one row "
-                             "or use reduction='sum'")
-        return (n,) if p["reduction"] == "none" else ()
-    if spec.kind in ("scan", "softmax"):
-        _need_ndim(spec, 0, x, 1, "(pass x[None] for a single value)")
-        return x.shape
-    return x.shape  # elementwise
+def _shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    """Check the input shapes against each other and return the output shape (the entry's rule)."""
+    return spec.shape(spec, a, p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,22 +279,22 @@ def _shape(spec: OpSpec, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
 
 
 def validate(op: Any, inputs: Sequence[Any], params: Mapping[str, Any] | None = None
-             ) -> tuple[OpSpec, list[np.ndarray | None], dict]:
+             ) -> tuple[OpInfo, list[np.ndarray | None], dict]:
     """Check a call of ``op`` and return it in normal form.
 
     Parameters
     ----------
-    op : str or OpSpec
+    op : str or OpInfo
         Op name from :data:`OPS`.
     inputs : list or tuple of array-likes
-        In the order of :attr:`OpSpec.inputs`; trailing optional inputs may be left out, any
+        In the order of :attr:`OpInfo.inputs`; trailing optional inputs may be left out, any
         optional input may be ``None``.  numpy (incl. ml_dtypes), torch and jax arrays.
     params : mapping, optional
         Op parameters; missing ones get their defaults.
 
     Returns
     -------
-    spec : OpSpec
+    spec : OpInfo
     arrays : list of numpy.ndarray or None
         One entry per name in ``spec.inputs`` (omitted optional inputs are ``None``), in their
         original formats (no copy for numpy inputs).

@@ -51,22 +51,13 @@ __all__ = ["Reference", "reference", "validated_reference", "INFLATE"]
 INFLATE: float = 1.0 + 2.0**-20
 """Factor applied to every bound (module docstring)."""
 
-# op name -> (module in numstd.reference, function name); imported on first use
-_IMPL: Mapping[str, tuple[str, str]] = types.MappingProxyType({
-    "matmul": ("contraction", "matmul"),
-    "linear": ("contraction", "linear"),
-    "sum": ("reduction", "sum_"),
-    "mean": ("reduction", "mean"),
-    "cumsum": ("reduction", "cumsum"),
-    "softmax": ("softmax", "softmax"),
-    "log_softmax": ("softmax", "log_softmax"),
-    "layer_norm": ("normalization", "layer_norm"),
-    "rms_norm": ("normalization", "rms_norm"),
-    **{name: ("elementwise", "elementwise") for name in (
-        "exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")},
-    "attention": ("attention", "attention"),
-    "cross_entropy": ("loss", "cross_entropy"),
-})
+def _impl_of(op: str) -> tuple[str, str]:
+    """(module in numstd.reference, function name) of ``op``: its catalog entry's ``reference``."""
+    from ..ops import get_op
+
+    module, func = get_op(op).reference.split(":")
+    return module, func
+
 
 
 @dataclass(frozen=True)
@@ -176,9 +167,9 @@ def validated_reference(op: str, arrays: Sequence[np.ndarray], full: Mapping[str
 
     ``check`` calls it once per chunk, where validation cost ~30 µs of Python per chunk for nothing.
     """
-    module, func = _IMPL[op]
     impl = _IMPLS.get(op)
     if impl is None:
+        module, func = _impl_of(op)
         impl = _IMPLS[op] = getattr(importlib.import_module(f"{__name__}.{module}"), func)
     with np.errstate(all="ignore"):
         values, bound, aux = impl(op, arrays, dict(full, _resolution=resolution, _row0=int(row_offset), _cache=cache))

@@ -1,0 +1,44 @@
+"""Losses: ``cross_entropy`` with class-index targets.
+
+Reference: :mod:`numstd.reference.loss`; variants: :mod:`numstd.corpus.losses`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..core.errors import ShapeError
+from .entry import OpInfo, entry
+
+__all__ = ["ENTRIES"]
+
+
+def _cross_entropy_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    logits, target = a
+    if logits.ndim != 2:
+        raise ShapeError(f"cross_entropy: logits has shape {logits.shape}; it must be (N, C) "
+                         "(reshape to (-1, C); 1-D logits: logits[None])")
+    n, c = logits.shape
+    if target.shape != (n,):
+        raise ShapeError(f"cross_entropy: target has shape {target.shape}; it must be ({n},), one class "
+                         f"index per row of logits {logits.shape}")
+    if target.size and (int(target.min()) < 0 or int(target.max()) >= c):
+        bad = int(target.min()) if int(target.min()) < 0 else int(target.max())
+        raise ShapeError(f"cross_entropy: target holds class index {bad}, outside [0, {c}) for logits "
+                         f"with C={c} classes (ignore_index is not supported: drop those rows)")
+    if p["reduction"] == "mean" and n == 0:
+        raise ShapeError("cross_entropy: reduction='mean' of 0 rows is undefined; pass at least one row "
+                         "or use reduction='sum'")
+    return (n,) if p["reduction"] == "none" else ()
+
+
+ENTRIES: tuple[OpInfo, ...] = (
+    entry("cross_entropy", "loss", ("logits", "target"), 0, {"reduction": "mean"}, (
+        'loss_n = logsumexp(logits[n]) - logits[n, target[n]] '
+        '(torch.nn.functional.cross_entropy with class-index targets, no weights, no '
+        'ignore_index, no label smoothing): logits (N, C), target (N,) integers in [0, C); '
+        "reduction 'mean' (sum / N), 'sum' or 'none' (the N losses)."
+    ),
+          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N"),
+          integer_inputs=(1,)),
+)
