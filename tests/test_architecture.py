@@ -94,3 +94,15 @@ def test_torch_calls_of_the_entries_resolve():
         if "torch" in e.calls:
             assert callable(framework_call(name, "torch")), name
             assert name not in _SPECIAL, f"{name} has a torch call and a special implementation"
+
+
+def test_the_wheel_lists_every_package():
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.relative_to(ROOT).parts[:-1]) for p in (ROOT / "numstd").rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    assert found - {"numstd.standards", "numstd.reference_data"} <= listed
+    assert {"numstd.standards", "numstd.reference_data"} <= listed
