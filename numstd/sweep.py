@@ -12,8 +12,9 @@ to a temporary file in ``DIR``, flushed to disk, then renamed over the final nam
   :meth:`SweepReport.raise_for_failures` raises :class:`SweepFailed` naming it;
 * **nothing twice**: one file per task ID, written once per run (a second driver on the same
   directory is refused by a lock on ``DIR/.lock``);
-* **one dataset**: every file carries its task ID, label, function, worker (``host:pid``) and
-  time in its metadata (key ``numstd.sweep``); ``pyarrow.dataset.dataset(DIR)`` reads them all,
+* **one dataset**: every file carries its task ID, label, function, worker (``host:pid``),
+  placement (on Ray: node ID and IP, the node's resources, the resources and accelerator IDs the
+  task was given; ``{}`` elsewhere) and time in its metadata (key ``numstd.sweep``); ``pyarrow.dataset.dataset(DIR)`` reads them all,
   wherever the workers ran — results travel back to the driver, which alone writes.
 
 ``DIR/_tasks.json`` lists the sweep's tasks (ID, label, function, resources) and
@@ -245,6 +246,7 @@ def _write_result(directory: Path, task: Any, outcome: Any, attempt: int) -> Non
     meta[METADATA_KEY] = json.dumps({
         "task": task.id, "label": task.label, "fn": task.fn, "worker": outcome.worker,
         "seconds": round(outcome.seconds, 4), "attempt": attempt, "numstd_version": __version__,
+        "placement": dict(getattr(outcome, "placement", None) or {}),
     }, sort_keys=True).encode()
     sink = pa.BufferOutputStream()
     pq.write_table(table.replace_schema_metadata(meta), sink, compression="zstd", write_statistics=False)
@@ -410,6 +412,6 @@ def read_sweep(directory: str | os.PathLike, tasks: Sequence[Any]) -> Any:
 
 
 def task_metadata(table: Any) -> Mapping[str, Any]:
-    """The ``numstd.sweep`` metadata of a result table (task, label, fn, worker, seconds, attempt)."""
+    """The ``numstd.sweep`` metadata of a result table (task, label, fn, worker, placement, seconds, attempt)."""
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     return json.loads(raw) if raw else {}
