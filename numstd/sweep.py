@@ -51,6 +51,7 @@ __all__ = [
 METADATA_KEY = b"numstd.sweep"
 _KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 _TMP = ".tmp-"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")  # s3://b/x, and s3:/b/x once a Path collapsed it
 
 
 class SweepFailed(NumstdError):
@@ -216,9 +217,12 @@ def _lock(directory: Path) -> Iterator[None]:
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             raise NumstdError(f"another sweep is running in {directory} (it holds {directory}/.lock); wait for it "
                               "to finish or use another output directory") from None
+        except OSError as exc:  # ENOLCK, EOPNOTSUPP: a file system without locks (some FUSE mounts)
+            raise NumstdError(f"{directory}: its file system does not support flock ({exc}), so two drivers could "
+                              "write one sweep; use a local directory or a shared file system with locks (NFS)") from None
         yield
     finally:
         os.close(fd)
@@ -300,6 +304,10 @@ def run_sweep(tasks: Sequence[Any], directory: str | os.PathLike, executor: Any 
     if retries < 0:
         raise ParameterError(f"retries={retries}: pass 0 or more")
     order = {tid: i for i, tid in enumerate(ids)}
+    if _URL.match(os.fspath(directory)):
+        raise ParameterError(f"directory={os.fspath(directory)!r}: a sweep dataset is a directory of the driver's "
+                             "file system (local, or a shared one such as NFS), not an object-store URL; mount the "
+                             "bucket, or write locally and copy the directory there afterwards")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -7,8 +7,9 @@ no dashboard, every address 127.0.0.1).  Tests that remove a node add a spare no
 * placement: GPU tasks run only on the GPU node, Neuron tasks only on the Neuron node, and every
   result file records the node (ID, IP, resources) and the accelerator IDs Ray pinned;
 * node loss: a node removed while running tasks of a sweep — they run again on the other nodes,
-  every task has exactly one result, none on the removed node, and the results (a calibration's
-  draft and evidence, byte for byte) equal the local executor's;
+  every task has exactly one result, none written after the removal comes from the removed node,
+  the toy results are exact, and a calibration's draft and evidence equal the local executor's
+  byte for byte;
 * two drivers: a driver killed mid-sweep, then two drivers started together on the same
   dataset — one resumes (runs exactly the missing tasks), the other is refused by the lock;
   run again, it reuses every task;
@@ -79,6 +80,25 @@ def _node_args(**kw) -> dict:
 
 def _node_id(node) -> str:  # noqa: ANN001 - ray._private.node.Node
     return node.node_id
+
+
+def _add_warm_node(cluster, **kw) -> str:  # noqa: ANN001 - ray.cluster_utils.Cluster
+    """A node added to the cluster, with a worker already started on it (one task pinned there):
+    without it, a node that joins mid-run gets no task until its first worker has started, and
+    by then the warm nodes have taken them all.  Returns the node."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    node = cluster.add_node(**_node_args(**kw))
+    cluster.wait_for_nodes()
+    pin = NodeAffinitySchedulingStrategy(_node_id(node), soft=False)
+    opts = {"resources": {k: 1 for k in kw.get("resources", {})}}
+    assert ray.get(_where.options(scheduling_strategy=pin, **opts).remote(), timeout=60) == _node_id(node)
+    return node
+
+
+@ray.remote(num_cpus=1, max_retries=0)
+def _where() -> str:
+    return ray.get_runtime_context().get_node_id()
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +174,7 @@ def test_task_needing_a_resource_no_node_has_is_reported_at_once(tmp_path, clust
 
 
 def test_queued_task_whose_only_node_leaves_is_reported_not_left_hanging(tmp_path, cluster):
-    spare = cluster.add_node(**_node_args(resources={"fpga": 1}))
-    cluster.wait_for_nodes()
+    spare = _add_warm_node(cluster, resources={"fpga": 1})
     fpga = Resources(custom=(("fpga", 1.0),))
     tasks = _tasks(3, tmp_path / "m", fpga, sleep=1.0, kind="fpga")  # one node, one slot: run one by one
     seen: list[int] = []
@@ -177,8 +196,7 @@ def test_queued_task_whose_only_node_leaves_is_reported_not_left_hanging(tmp_pat
 
 
 def test_node_removed_mid_sweep_its_tasks_run_elsewhere(tmp_path, cluster):
-    spare = cluster.add_node(**_node_args())
-    cluster.wait_for_nodes()
+    spare = _add_warm_node(cluster)
     spare_id = _node_id(spare)
     marks, d, n = tmp_path / "m", tmp_path / "ds", 10
     tasks = _tasks(n, marks, sleep=1.0)
@@ -207,16 +225,13 @@ def test_node_removed_mid_sweep_its_tasks_run_elsewhere(tmp_path, cluster):
         assert where[tasks[i].id]["node_id"] != spare_id
     runs = _runs(marks)  # every execution was counted as an attempt (none ran unseen)
     assert all(1 <= sum(1 for j, _ in runs if j == i) <= rep.attempts[t.id] for i, t in enumerate(tasks))
-    local = run_sweep(tasks, tmp_path / "local", "local", workers=2)
-    assert local.complete
-    assert read_sweep(d, tasks).equals(read_sweep(tmp_path / "local", tasks))
+    assert read_sweep(d, tasks).equals(pa.table({"i": list(range(n)), "square": [i * i for i in range(n)]}))
 
 
 def test_calibration_with_a_node_removed_equals_the_local_executor(tmp_path, cluster):
     from numstd.calibrate import calibrate
 
-    spare = cluster.add_node(**_node_args())
-    cluster.wait_for_nodes()
+    spare = _add_warm_node(cluster)
     state = {"removed_at": None}
 
     def progress(done: int, total: int) -> None:
@@ -291,3 +306,14 @@ def test_two_drivers_resume_one_sweep_without_duplicate_work(tmp_path, cluster):
         assert count == 1 if t.id in done_before else 1 <= count <= 1 + (i in before)
     again = run_sweep(tasks, d, RayExecutor())  # a driver run again: nothing left to do
     assert (again.reused, again.ran) == (n, 0) and len(_runs(marks)) == len(runs)
+
+
+@pytest.mark.parametrize("where", ["s3://bucket/sweep", "gs://bucket/sweep"])
+def test_an_object_store_url_is_refused_with_the_fix(tmp_path, where):
+    from numstd.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="not an object-store URL; mount the bucket"):
+        run_sweep(_tasks(1, tmp_path / "m"), where, "serial")
+    with pytest.raises(ParameterError, match="object-store URL"):  # as calibrate(out=...) passes it: a Path
+        run_sweep(_tasks(1, tmp_path / "m"), Path(where) / "x.sweep", "serial")
+    assert not Path(where.split(":")[0] + ":").exists()  # no local directory named after the scheme
