@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -75,7 +76,7 @@ def _placement(d: Path, tasks: list[Task]) -> dict[str, dict]:
 
 
 def _node_args(**kw) -> dict:
-    return dict(num_cpus=1, node_ip_address=LOOPBACK, object_store_memory=STORE, **kw)
+    return {"num_cpus": 1, "node_ip_address": LOOPBACK, "object_store_memory": STORE, **kw}
 
 
 def _node_id(node) -> str:  # noqa: ANN001 - ray._private.node.Node
@@ -136,8 +137,7 @@ def test_every_node_is_on_loopback(cluster):
 
 def test_tasks_land_where_their_resource_is_and_record_it(tmp_path, cluster):
     gpu_id, trn_id = _node_id(cluster.gpu), _node_id(cluster.trn)
-    groups = {"gpu": _tasks(3, tmp_path / "m", GPU, kind="gpu"), "trn": _tasks(3, tmp_path / "m", NEURON, kind="trn"),
-              "cpu": _tasks(4, tmp_path / "m", CPU, kind="cpu")}
+    groups = {k: _tasks(n, tmp_path / k, r, kind=k) for k, n, r in (("gpu", 3, GPU), ("trn", 3, NEURON), ("cpu", 4, CPU))}
     tasks = [t for g in groups.values() for t in g]
     d = tmp_path / "ds"
     rep = run_sweep(tasks, d, RayExecutor(), retries=0)
@@ -156,9 +156,10 @@ def test_tasks_land_where_their_resource_is_and_record_it(tmp_path, cluster):
         assert where[t.id]["node_id"] in live and "GPU" not in where[t.id]["accelerators"]
     assert all(p["node_ip"] == LOOPBACK for p in where.values())
     # the markers (written by the tasks themselves) agree with what the files record
-    runs = _runs(tmp_path / "m")
-    assert len(runs) == len(tasks)
-    assert {n for i, n in runs if n in (gpu_id, trn_id)} <= {gpu_id, trn_id}
+    for kind, group in groups.items():  # the markers, written by the tasks themselves, agree with the files
+        runs = _runs(tmp_path / kind)
+        assert sorted(i for i, _ in runs) == list(range(len(group)))
+        assert all(node == where[group[i].id]["node_id"] for i, node in runs)
     assert sorted(read_sweep(d, groups["gpu"]).column("square").to_pylist()) == [0, 1, 4]
 
 
@@ -196,29 +197,37 @@ def test_queued_task_whose_only_node_leaves_is_reported_not_left_hanging(tmp_pat
 
 
 def test_node_removed_mid_sweep_its_tasks_run_elsewhere(tmp_path, cluster):
-    spare = _add_warm_node(cluster)
+    spare = _add_warm_node(cluster, num_cpus=2)  # two CPUs: the scheduler's first choice
     spare_id = _node_id(spare)
     marks, d, n = tmp_path / "m", tmp_path / "ds", 10
     tasks = _tasks(n, marks, sleep=1.0)
     removed: list[set[int]] = []
     finished: set[str] = set()
+    stop = threading.Event()
 
-    def progress(done: int, total: int) -> None:
-        if removed or done == 0:
-            return
-        finished.update(completed_ids(d))
-        on_spare = {i for i, node in _runs(marks) if node == spare_id and tasks[i].id not in finished}
-        if on_spare:  # the spare node is running a task of the sweep: remove it now
-            cluster.remove_node(spare)
-            removed.append(on_spare)
+    def watch() -> None:  # remove the spare node the moment it runs a task of the sweep
+        while not stop.is_set():
+            on_spare = {i for i, node in _runs(marks) if node == spare_id}
+            if on_spare:
+                finished.update(completed_ids(d))
+                cluster.remove_node(spare)
+                removed.append({i for i in on_spare if tasks[i].id not in finished})
+                return
+            time.sleep(0.02)
 
-    rep = run_sweep(tasks, d, RayExecutor(), retries=2, progress=progress)
-    assert removed, "the spare node never ran a task of the sweep"
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        rep = run_sweep(tasks, d, RayExecutor(), retries=2)
+    finally:
+        stop.set()
+        watcher.join(60)
+    assert removed, f"the spare node {spare_id} never ran a task of the sweep: {sorted(_runs(marks))}"
     assert rep.complete and rep.ran == n and completed_ids(d) == {t.id for t in tasks}
     assert not [p for p in d.iterdir() if p.name.startswith(".tmp-")]
     where = _placement(d, tasks)
-    # results written before the removal may come from the spare node, none after it
-    assert {tid for tid, p in where.items() if p["node_id"] == spare_id} <= finished
+    # results from the spare node: only tasks it had started before its removal
+    assert {tid for tid, p in where.items() if p["node_id"] == spare_id} <= finished | {tasks[i].id for i in removed[0]}
     rerun = [i for i in removed[0] if rep.attempts[tasks[i].id] >= 2]
     assert rerun, "no task was running on the spare node when it was removed"
     for i in rerun:  # started on the removed node, finished on another one, one file
