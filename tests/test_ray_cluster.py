@@ -39,6 +39,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="the Ray executor needs ray (pip install 'numstd[ray]')")
 pa = pytest.importorskip("pyarrow")
 
+from numstd.errors import NumstdError  # noqa: E402
 from numstd.executor import CPU, GPU, NEURON, RayExecutor, Resources, Task  # noqa: E402
 from numstd.sweep import completed_ids, read_results, read_sweep, run_sweep, task_id, task_metadata  # noqa: E402
 
@@ -271,6 +272,9 @@ _DRIVER = textwrap.dedent("""
     from numstd.sweep import run_sweep
     ray.init(address={address!r}, _node_ip_address="127.0.0.1", logging_level="ERROR",
              runtime_env={{"env_vars": {{"PYTHONPATH": {env!r}}}}})
+    if {wait!r}:  # connected: start the sweep when the test says so
+        print("READY", flush=True)
+        sys.stdin.readline()
     try:
         rep = run_sweep(_tasks({n}, Path({marks!r}), sleep={sleep}), {d!r}, "ray", retries=1)
     except Exception as exc:
@@ -280,18 +284,21 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
-def _driver(cluster, d: Path, marks: Path, n: int, sleep: float) -> subprocess.Popen:  # noqa: ANN001
+def _driver(cluster, d: Path, marks: Path, n: int, sleep: float, wait: bool = False) -> subprocess.Popen:  # noqa: ANN001
+    """Another driver process on the cluster running the sweep; ``wait``: once connected, it prints
+    ``READY`` and starts when a line arrives on its stdin."""
     code = _DRIVER.format(path=[str(HERE), str(ROOT)], address=cluster.address, env=cluster.path, n=n,
-                          marks=str(marks), sleep=sleep, d=str(d))
+                          marks=str(marks), sleep=sleep, d=str(d), wait=wait)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": cluster.path})
+                            stdin=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": cluster.path})
 
 
 def test_two_drivers_resume_one_sweep_without_duplicate_work(tmp_path, cluster):
     d, marks, n = tmp_path / "ds", tmp_path / "m", 12
     tasks = _tasks(n, marks, sleep=0.5)
+    other = _driver(cluster, d, marks, n, 0.5, wait=True)  # connects now, resumes later
     first = _driver(cluster, d, marks, n, 0.5)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while len(completed_ids(d)) < 3 and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)  # the driver dies mid-sweep
@@ -299,11 +306,23 @@ def test_two_drivers_resume_one_sweep_without_duplicate_work(tmp_path, cluster):
     done_before = completed_ids(d)
     assert 3 <= len(done_before) < n, first.stdout.read()
     before = {i for i, _ in _runs(marks)}
-    drivers = [_driver(cluster, d, marks, n, 0.5) for _ in range(2)]  # two drivers resume at once
-    outs = [p.communicate(timeout=90)[0] for p in drivers]
+    head = []
+    for line in other.stdout:  # two drivers resume at once: the other process and this one
+        head.append(line)
+        if line.startswith("READY"):
+            break
+    other.stdin.write("go\n")
+    other.stdin.flush()
+    outs: list[str] = []
+    try:
+        here = run_sweep(tasks, d, RayExecutor(), retries=1)
+        outs.append(f"REPORT {here.reused} {here.ran} {len(here.failed)}")
+    except NumstdError as exc:
+        outs.append(f"REFUSED {exc}")
+    outs.append("".join(head) + other.communicate(timeout=120)[0])
     reports = sorted(tuple(map(int, o.split("REPORT")[1].split())) for o in outs if "REPORT" in o)
     refused = [o for o in outs if "REFUSED" in o]
-    assert len(reports) + len(refused) == 2 and all(p.returncode in (0, 3) for p in drivers), outs
+    assert len(reports) + len(refused) == 2 and other.returncode in (0, 3), outs
     assert all("another sweep is running" in o for o in refused)  # refused by the lock, not by an error
     missing = n - len(done_before)
     # exactly one driver ran the missing tasks; the other was refused, or came after and reused all
