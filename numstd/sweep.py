@@ -14,8 +14,10 @@ to a temporary file in ``DIR``, flushed to disk, then renamed over the final nam
   directory is refused by a lock on ``DIR/.lock``);
 * **one dataset**: every file carries its task ID, label, function, worker (``host:pid``),
   placement (on Ray: node ID and IP, the node's resources, the resources and accelerator IDs the
-  task was given; ``{}`` elsewhere) and time in its metadata (key ``numstd.sweep``); ``pyarrow.dataset.dataset(DIR)`` reads them all,
-  wherever the workers ran — results travel back to the driver, which alone writes.
+  task was given; ``{}`` elsewhere) and time in its metadata (key ``numstd.sweep``);
+  ``pyarrow.dataset.dataset(DIR)`` reads them all, wherever the workers ran — results travel back
+  to the driver, which alone writes, into a directory of its file system (local or shared, never
+  an object-store URL).
 
 ``DIR/_tasks.json`` lists the sweep's tasks (ID, label, function, resources) and
 ``DIR/_report.json`` the outcome of the last run (reused, ran, failed with errors).
@@ -221,8 +223,9 @@ def _lock(directory: Path) -> Iterator[None]:
             raise NumstdError(f"another sweep is running in {directory} (it holds {directory}/.lock); wait for it "
                               "to finish or use another output directory") from None
         except OSError as exc:  # ENOLCK, EOPNOTSUPP: a file system without locks (some FUSE mounts)
-            raise NumstdError(f"{directory}: its file system does not support flock ({exc}), so two drivers could "
-                              "write one sweep; use a local directory or a shared file system with locks (NFS)") from None
+            raise NumstdError(f"{directory}: its file system does not support flock ({exc}), so two drivers "
+                              "could write one sweep; use a local directory or a shared file system with locks "
+                              "(NFS)") from None
         yield
     finally:
         os.close(fd)

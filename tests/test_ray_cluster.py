@@ -131,14 +131,16 @@ def test_every_node_is_on_loopback(cluster):
     assert len(nodes) == 3
     for n in nodes:
         assert n["NodeManagerAddress"] == LOOPBACK and n["NodeManagerHostname"]
-        assert all(k == f"node:{LOOPBACK}" for k in n["Resources"] if k.startswith("node:") and k != "node:__internal_head__")
+        tags = [k for k in n["Resources"] if k.startswith("node:") and k != "node:__internal_head__"]
+        assert tags == [f"node:{LOOPBACK}"]
     assert cluster.address.split(":")[0] == LOOPBACK
     assert ray.get_runtime_context().gcs_address.split(":")[0] == LOOPBACK
 
 
 def test_tasks_land_where_their_resource_is_and_record_it(tmp_path, cluster):
     gpu_id, trn_id = _node_id(cluster.gpu), _node_id(cluster.trn)
-    groups = {k: _tasks(n, tmp_path / k, r, kind=k) for k, n, r in (("gpu", 3, GPU), ("trn", 3, NEURON), ("cpu", 4, CPU))}
+    groups = {k: _tasks(n, tmp_path / k, r, kind=k)
+              for k, n, r in (("gpu", 3, GPU), ("trn", 3, NEURON), ("cpu", 4, CPU))}
     tasks = [t for g in groups.values() for t in g]
     d = tmp_path / "ds"
     rep = run_sweep(tasks, d, RayExecutor(), retries=0)
@@ -284,7 +286,8 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
-def _driver(cluster, d: Path, marks: Path, n: int, sleep: float, wait: bool = False) -> subprocess.Popen:  # noqa: ANN001
+def _driver(cluster, d: Path, marks: Path, n: int, sleep: float,  # noqa: ANN001 - Cluster
+            wait: bool = False) -> subprocess.Popen:
     """Another driver process on the cluster running the sweep; ``wait``: once connected, it prints
     ``READY`` and starts when a line arrives on its stdin."""
     code = _DRIVER.format(path=[str(HERE), str(ROOT)], address=cluster.address, env=cluster.path, n=n,
