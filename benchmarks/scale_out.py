@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +38,11 @@ import time
 from pathlib import Path
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # before Ray is imported: loopback only (one machine)
+# a Ray directory of this run: no other process's ray.init() joins this cluster through
+# /tmp/ray/ray_current_cluster while it runs (as tests/conftest.py does for the tests)
+_RAY_TMP = None if "RAY_TMPDIR" in os.environ else tempfile.mkdtemp(prefix="nsray-", dir="/tmp")
+if _RAY_TMP:
+    os.environ["RAY_TMPDIR"] = _RAY_TMP
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
@@ -151,6 +157,8 @@ def main() -> int:
             ex.close()
         ray.shutdown()
         cluster.shutdown()
+        if _RAY_TMP:
+            shutil.rmtree(_RAY_TMP, ignore_errors=True)
     cal, nop = result["calibrate_all"], result["noop"]
     tasks = cal["local"]["tasks"]
     result["identical_drafts_and_evidence"] = len(digests) == 1
