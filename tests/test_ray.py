@@ -1,7 +1,8 @@
 """The Ray executor on a local Ray (``ray.init(num_cpus=2)``): a quick calibration gives the same
 draft and evidence, byte for byte, as the local process pool; a Ray worker killed mid-sweep is
 retried and the dataset ends complete with no duplicate; a task whose resources no node offers
-fails at once instead of waiting forever.
+fails at once instead of waiting forever; every node (the fixture's Ray, and a Ray the executor
+starts itself) is on 127.0.0.1.
 
 Truth: the local executor's files (themselves equal to the in-process ones, tests/test_sweep.py);
 toy tasks with known results and one marker file per execution.
@@ -24,16 +25,42 @@ HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow
 
 
+def test_a_local_ray_started_by_the_executor_listens_on_loopback(tmp_path):
+    # first in the module: before the fixture below starts its Ray
+    assert not ray.is_initialized(), "a Ray left running by another test module"
+    from test_sweep import _tasks
+
+    ex = RayExecutor(workers=1)
+    try:
+        rep = run_sweep(_tasks(2, tmp_path / "m"), tmp_path / "ds", ex)
+        assert rep.complete
+        assert all(n["NodeManagerAddress"] == "127.0.0.1" for n in ray.nodes())
+        assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
+    finally:
+        ex.close()
+    assert not ray.is_initialized()
+
+
 @pytest.fixture(scope="module")
 def cluster():
     started = not ray.is_initialized()
     if started:  # workers import numstd and the toy tasks of test_sweep from this checkout
         path = os.pathsep.join([str(HERE), str(HERE.parent)] + [p for p in sys.path if p])
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING",
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1",
                  runtime_env={"env_vars": {"PYTHONPATH": path}})
     yield
     if started:
         ray.shutdown()
+
+
+def test_local_ray_is_on_loopback(cluster):
+    from ray._private import ray_constants, services
+
+    assert ray_constants.ENABLE_RAY_CLUSTER is False  # tests/conftest.py set the variable before Ray loaded
+    assert services.get_node_ip_address() == "127.0.0.1"
+    nodes = [n for n in ray.nodes() if n["Alive"]]
+    assert nodes and all(n["NodeManagerAddress"] == "127.0.0.1" for n in nodes)
+    assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
 
 
 def test_ray_calibration_equals_the_local_executor(tmp_path, cluster):

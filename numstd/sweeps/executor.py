@@ -33,7 +33,7 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..core.errors import BackendUnavailable, ParameterError
@@ -82,6 +82,12 @@ class Resources:
         """Whether a node offering ``node`` (Ray's resource totals: ``CPU``, ``GPU``, custom) can run it."""
         need = {"CPU": self.cpus, "GPU": self.gpus, **dict(self.custom)}
         return all(float(node.get(k, 0.0)) >= v for k, v in need.items() if v)
+
+    def missing(self, nodes: Sequence[Mapping[str, float]]) -> list[str]:
+        """The resource names of this request that no node in ``nodes`` offers in the amount asked
+        (``[]`` when each is offered somewhere, even if no single node offers them all)."""
+        need = {"CPU": self.cpus, "GPU": self.gpus, **dict(self.custom)}
+        return [k for k, v in need.items() if v and not any(float(n.get(k, 0.0)) >= v for n in nodes)]
 
     def describe(self) -> str:
         parts = [f"{self.cpus:g} CPU"] + ([f"{self.gpus:g} GPU"] if self.gpus else []) \
@@ -146,7 +152,18 @@ class Task:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one run of a task."""
+    """What became of one run of a task.
+
+    Attributes
+    ----------
+    worker : str
+        ``host:pid`` of the process that ran it.
+    placement : mapping
+        Where a Ray task ran (``{}`` for the other executors): ``node_id``, ``node_ip``,
+        ``node_resources`` (the node's totals: ``CPU``, ``GPU``, custom such as ``neuron_cores``),
+        ``assigned`` (what Ray gave the task) and ``accelerators`` (the device IDs Ray pinned:
+        ``{"GPU": ["0"]}``, ``{"neuron_cores": ["0"]}``).
+    """
 
     task: Task
     ok: bool
@@ -154,6 +171,7 @@ class Outcome:
     error: str = ""
     worker: str = ""
     seconds: float = 0.0
+    placement: Mapping[str, Any] = field(default_factory=dict)
 
 
 def call(fn: str, args: Mapping[str, Any]) -> tuple[bool, Any, str, str, float]:
@@ -387,16 +405,59 @@ class LocalExecutor(Executor):
 
 
 # ------------------------------------------------------------------------------ Ray
+def _placed_call(fn: str, args: Mapping[str, Any]) -> tuple:
+    """:func:`call` on a Ray worker, followed by where it ran: the node's ID, the resources Ray
+    assigned to the task and the accelerator IDs it pinned (``CUDA_VISIBLE_DEVICES``,
+    ``NEURON_RT_VISIBLE_CORES``)."""
+    res = call(fn, args)
+    import ray
+
+    ctx = ray.get_runtime_context()
+    where = {"node_id": ctx.get_node_id(), "assigned": dict(ctx.get_assigned_resources()),
+             "accelerators": {k: list(v) for k, v in ctx.get_accelerator_ids().items() if v}}
+    return (*res, where)
+
+
+def _node_table(ray: Any) -> dict[str, dict]:
+    """Live nodes: node ID -> ``{"ip": ..., "resources": {...}}`` (Ray's totals without its
+    bookkeeping entries ``memory``, ``object_store_memory``, ``node:<ip>``)."""
+    out = {}
+    for n in ray.nodes():
+        if n.get("Alive"):
+            res = {k: float(v) for k, v in n.get("Resources", {}).items()
+                   if k not in ("memory", "object_store_memory") and not k.startswith("node:")}
+            out[n["NodeID"]] = {"ip": n.get("NodeManagerAddress", ""), "resources": res}
+    return out
+
+
 class RayExecutor(Executor):
     """Tasks as Ray remote functions, each asking for its :class:`Resources`.
 
-    Connects to ``address`` (``"auto"``, ``"ray://head:10001"``, …), else to ``RAY_ADDRESS``, else
-    starts a local Ray for the run (``workers`` CPUs; its workers see this process's
-    ``sys.path``).  When Ray is already initialised (a script called ``ray.init`` with its own
-    ``runtime_env``), that connection is used and left open.
+    Connects to ``address`` (``"auto"``, ``"ray://head:10001"``, ``"HEAD:6379"`` …), else to
+    ``RAY_ADDRESS``, else starts a local Ray for the run (``workers`` CPUs, listening on 127.0.0.1
+    only; its workers see this process's ``sys.path``).  When Ray is already initialised (a script
+    called ``ray.init`` with its own ``runtime_env``), that connection is used and left open.
 
     Every node must run the same numstd (checked per task: see :func:`numstd.sweep.code_fingerprint`).
-    A task whose resources no live node offers fails at once instead of waiting forever.
+    Each outcome records where it ran (:attr:`Outcome.placement`: node ID and IP, the node's
+    resources, the resources and accelerator IDs Ray assigned).  A task whose resources no live
+    node offers fails at once, naming the missing resource, instead of waiting forever; so does,
+    after ``unschedulable_timeout`` seconds, a queued task whose last fitting node left the
+    cluster mid-run.  A task running on a node that dies comes back failed (``NodeDiedError``,
+    ``WorkerCrashedError``): the sweep runs it again on the nodes left.
+
+    Parameters
+    ----------
+    address : str, optional
+    workers : int, optional
+        CPUs of a local Ray started here.
+    init_kwargs : mapping, optional
+        Extra ``ray.init`` arguments.
+    unschedulable_timeout : float
+        Seconds a submitted task may wait while no live node offers its resources (a node that
+        restarts within it keeps the task).
+    poll : float
+        Seconds between checks of the live nodes while tasks are pending.
 
     Raises
     ------
@@ -408,10 +469,16 @@ class RayExecutor(Executor):
     remote = True
 
     def __init__(self, address: str | None = None, *, workers: int | None = None,
-                 init_kwargs: Mapping[str, Any] | None = None) -> None:
+                 init_kwargs: Mapping[str, Any] | None = None, unschedulable_timeout: float = 30.0,
+                 poll: float = 1.0) -> None:
+        if not unschedulable_timeout >= 0 or not poll > 0:
+            raise ParameterError(f"unschedulable_timeout={unschedulable_timeout}, poll={poll}: pass seconds "
+                                 "(timeout >= 0, poll > 0)")
         self.address = address
         self.workers = workers
         self.init_kwargs = dict(init_kwargs or {})
+        self.unschedulable_timeout = float(unschedulable_timeout)
+        self.poll = float(poll)
         self._owns = False
         self._remote: Any = None
 
@@ -435,35 +502,68 @@ class RayExecutor(Executor):
             else:
                 if self.workers:
                     kwargs.setdefault("num_cpus", int(self.workers))
+                kwargs.setdefault("_node_ip_address", "127.0.0.1")  # a Ray of this run only: not reachable from outside
                 path = os.pathsep.join(p for p in sys.path if p)
                 kwargs.setdefault("runtime_env", {"env_vars": {"PYTHONPATH": path}})
                 ray.init(**kwargs)
             self._owns = True
         if self._remote is None:
-            self._remote = ray.remote(max_retries=0)(call)
+            self._remote = ray.remote(max_retries=0)(_placed_call)
         return ray
+
+    @staticmethod
+    def _unschedulable(t: Task, nodes: Mapping[str, dict], waited: float | None = None) -> Outcome:
+        offers = [n["resources"] for n in nodes.values()]
+        missing = t.resources.missing(offers)
+        what = (f"no live node offers {', '.join(missing)}" if missing
+                else "no single live node offers all of them")
+        when = "" if waited is None else f" (waited {waited:.0f} s after the nodes offering it left)"
+        return Outcome(t, False, error=f"unschedulable on the Ray cluster: the task needs {t.resources.describe()} "
+                       f"and {what}{when}; add GPU nodes (num_gpus), or Trn nodes that expose neuron_cores, "
+                       "or drop that backend")
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         ray = self._ray()
-        nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+        nodes = _node_table(ray)
         refs: dict[Any, Task] = {}
         for t in tasks:
-            if not any(t.resources.fits(n) for n in nodes):
-                yield Outcome(t, False, error=f"no live node of the Ray cluster offers {t.resources.describe()} "
-                              "(add GPU nodes, or Trn nodes that expose neuron_cores, or drop that backend)")
+            if not any(t.resources.fits(n["resources"]) for n in nodes.values()):
+                yield self._unschedulable(t, nodes)
                 continue
             refs[self._remote.options(**t.resources.ray_options()).remote(t.fn, dict(t.args))] = t
+        stranded: dict[Any, float] = {}  # ref -> when no live node fitting it was first seen
+        next_check = time.monotonic() + self.poll
         try:
             while refs:
-                ready, _ = ray.wait(list(refs), num_returns=1)
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=self.poll)
                 for ref in ready:
                     t = refs.pop(ref)
+                    stranded.pop(ref, None)
                     try:
                         res = ray.get(ref)
                     except Exception as exc:  # worker died, node lost, object lost: ray.exceptions.RayError
                         yield Outcome(t, False, error=f"{type(exc).__name__}: {str(exc)[:2000]}")
                         continue
-                    yield _outcome(t, res)
+                    *head, where = res
+                    if where.get("node_id") not in nodes:  # a node that joined during the run
+                        nodes = _node_table(ray)
+                    node = nodes.get(where.get("node_id"), {})
+                    yield replace(_outcome(t, tuple(head)), placement={
+                        **where, "node_ip": node.get("ip", ""), "node_resources": node.get("resources", {})})
+                now = time.monotonic()
+                if refs and now >= next_check:
+                    next_check = now + self.poll
+                    nodes = _node_table(ray)
+                    for ref, t in list(refs.items()):
+                        if any(t.resources.fits(n["resources"]) for n in nodes.values()):
+                            stranded.pop(ref, None)
+                            continue
+                        waited = now - stranded.setdefault(ref, now)
+                        if waited >= self.unschedulable_timeout:
+                            del refs[ref], stranded[ref]
+                            with contextlib.suppress(Exception):
+                                ray.cancel(ref)
+                            yield self._unschedulable(t, nodes, waited)
         finally:
             for ref in refs:  # interrupted: do not leave work queued on the cluster
                 try:

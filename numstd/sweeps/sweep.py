@@ -12,9 +12,12 @@ to a temporary file in ``DIR``, flushed to disk, then renamed over the final nam
   :meth:`SweepReport.raise_for_failures` raises :class:`SweepFailed` naming it;
 * **nothing twice**: one file per task ID, written once per run (a second driver on the same
   directory is refused by a lock on ``DIR/.lock``);
-* **one dataset**: every file carries its task ID, label, function, worker (``host:pid``) and
-  time in its metadata (key ``numstd.sweep``); ``pyarrow.dataset.dataset(DIR)`` reads them all,
-  wherever the workers ran — results travel back to the driver, which alone writes.
+* **one dataset**: every file carries its task ID, label, function, worker (``host:pid``),
+  placement (on Ray: node ID and IP, the node's resources, the resources and accelerator IDs the
+  task was given; ``{}`` elsewhere) and time in its metadata (key ``numstd.sweep``);
+  ``pyarrow.dataset.dataset(DIR)`` reads them all, wherever the workers ran — results travel back
+  to the driver, which alone writes, into a directory of its file system (local or shared, never
+  an object-store URL).
 
 ``DIR/_tasks.json`` lists the sweep's tasks (ID, label, function, resources) and
 ``DIR/_report.json`` the outcome of the last run (reused, ran, failed with errors).
@@ -50,6 +53,7 @@ __all__ = [
 METADATA_KEY = b"numstd.sweep"
 _KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 _TMP = ".tmp-"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")  # s3://b/x, and s3:/b/x once a Path collapsed it
 
 
 class SweepFailed(NumstdError):
@@ -217,9 +221,13 @@ def _lock(directory: Path) -> Iterator[None]:
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             raise NumstdError(f"another sweep is running in {directory} (it holds {directory}/.lock); wait for it "
                               "to finish or use another output directory") from None
+        except OSError as exc:  # ENOLCK, EOPNOTSUPP: a file system without locks (some FUSE mounts)
+            raise NumstdError(f"{directory}: its file system does not support flock ({exc}), so two drivers "
+                              "could write one sweep; use a local directory or a shared file system with locks "
+                              "(NFS)") from None
         yield
     finally:
         os.close(fd)
@@ -247,6 +255,7 @@ def _write_result(directory: Path, task: Any, outcome: Any, attempt: int) -> Non
     meta[METADATA_KEY] = json.dumps({
         "task": task.id, "label": task.label, "fn": task.fn, "worker": outcome.worker,
         "seconds": round(outcome.seconds, 4), "attempt": attempt, "numstd_version": __version__,
+        "placement": dict(getattr(outcome, "placement", None) or {}),
     }, sort_keys=True).encode()
     sink = pa.BufferOutputStream()
     pq.write_table(table.replace_schema_metadata(meta), sink, compression="zstd", write_statistics=False)
@@ -300,6 +309,10 @@ def run_sweep(tasks: Sequence[Any], directory: str | os.PathLike, executor: Any 
     if retries < 0:
         raise ParameterError(f"retries={retries}: pass 0 or more")
     order = {tid: i for i, tid in enumerate(ids)}
+    if _URL.match(os.fspath(directory)):
+        raise ParameterError(f"directory={os.fspath(directory)!r}: a sweep dataset is a directory of the driver's "
+                             "file system (local, or a shared one such as NFS), not an object-store URL; mount the "
+                             "bucket, or write locally and copy the directory there afterwards")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -412,6 +425,6 @@ def read_sweep(directory: str | os.PathLike, tasks: Sequence[Any]) -> Any:
 
 
 def task_metadata(table: Any) -> Mapping[str, Any]:
-    """The ``numstd.sweep`` metadata of a result table (task, label, fn, worker, seconds, attempt)."""
+    """The ``numstd.sweep`` metadata of a result table (task, label, fn, worker, placement, seconds, attempt)."""
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     return json.loads(raw) if raw else {}
