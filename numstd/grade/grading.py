@@ -68,8 +68,6 @@ __all__ = [
 ORIGINAL = "original"
 
 
-_UNARY = {"relu": "relu", "gelu": "gelu", "silu": "silu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
-          "log": "log", "erf": "erf", "sqrt": "sqrt", "rsqrt": "rsqrt"}
 _IGNORED = {"__get__", "size", "dim", "numel", "contiguous", "__len__", "is_floating_point", "type", "__format__"}
 
 
@@ -82,11 +80,6 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
     if kwargs.get("dtype") is not None or kwargs.get("out") is not None:
         return None
     x = args[0] if args else kwargs.get("input")
-    if name in _UNARY:
-        params = {}
-        if name == "gelu":
-            params["approximate"] = _arg(args, kwargs, 1, "approximate", "none")
-        return name, [x], params
     if name in ("softmax", "log_softmax"):
         dim = _arg(args, kwargs, 1, "dim")
         return (name, [x], {"axis": int(dim)}) if dim is not None else None
@@ -121,7 +114,36 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
             return None
         return "attention", [x, _arg(args, kwargs, 1, "key"), _arg(args, kwargs, 2, "value")], \
             {"causal": bool(_arg(args, kwargs, 5, "is_causal", False)), "scale": kwargs.get("scale")}
-    return None
+    return _entry_call(name, args, kwargs)
+
+
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_names() -> Mapping[str, Any]:
+    """torch function name -> the elementwise entry whose torch call it is (``numstd.ops``)."""
+    from ..ops import OPS
+
+    return {e.calls["torch"].fn.rsplit(".", 1)[1]: e for e in OPS.values()
+            if e.kind == "elementwise" and "torch" in e.calls}
+
+
+def _entry_call(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """A recorded call of an elementwise op's torch function, read back through its entry's
+    :class:`~numstd.ops.entry.Call`: the inputs, then the mapped parameters (positional or by
+    torch's names); parameters the call left out get numstd's defaults, which are torch's."""
+    info = _torch_names().get(name)
+    if info is None:
+        return None
+    n = len(info.inputs)
+    inputs = [_arg(args, kwargs, i, "input" if i == 0 else info.inputs[i]) for i in range(n)]
+    params = {}
+    for i, (torch_name, ours) in enumerate(info.calls["torch"].kwargs.items()):
+        value = _arg(args, kwargs, n + i, torch_name, _MISSING)
+        if value is not _MISSING and not isinstance(ours, tuple):
+            params[ours] = value
+    return info.name, inputs, params
 
 
 def _recorder() -> Any:
