@@ -68,3 +68,25 @@ def test_parameters_torch_would_reject_are_errors():
     for bad in ({"beta": 0}, {"beta": -1.0}, {"beta": float("nan")}, {"threshold": float("inf")}, {"beta": "2"}):
         with pytest.raises(numstd.ParameterError):
             numstd.check(x, op="softplus", inputs=[x], **bad)
+
+
+@pytest.mark.torch
+def test_grade_detects_softplus_and_judges_it_by_its_standard():
+    torch = pytest.importorskip("torch")
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.softplus(x, 2.0, threshold=5.0)
+
+    class Relu(torch.nn.Module):  # the asymptote: off by log(2)/beta at 0
+        def forward(self, x):
+            return torch.relu(x)
+
+    def inputs():
+        return [torch.randn(64, 256) * 4]
+
+    good = numstd.grade(Model, Model, inputs, trials=1)
+    assert good.op == ("softplus", {"beta": 2.0, "threshold": 5.0})
+    assert good.passed and any(s.startswith("NS-SOFTPLUS-FP32@") for s in good.standards)
+    bad = numstd.grade(Model, Relu, inputs, trials=1)
+    assert not bad.passed
