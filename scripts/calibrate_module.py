@@ -9,7 +9,9 @@ For each working format (fp32, bf16, fp16) and each problem in ``tests/problems/
    element makes a sequential fp32 sum √K times worse than torch's), the near misses with seed 0;
 2. for each faithful candidate (``faithful.py``: the legitimate evidence) and quantile q, the
    smallest ``factor`` with ``cand_q ≤ factor·base_q + rho`` — ``(cand_q − rho)/base_q`` — and the
-   bias threshold ``τ`` it needs, ``|m_c − m_b| − z·se`` (:func:`numstd.grade.paired_bias`);
+   bias threshold ``τ`` it needs: ``|m_c| − max(|m_b|, |m_r|) − z·se`` for the template's
+   ``bias_mode = "one_sided"`` (:func:`numstd.module_standard.one_sided_bias`, version 2),
+   ``|m_c − m_b| − z·se`` for ``"paired"`` (:func:`numstd.grade.paired_bias`, version 1);
 3. ``factor = max(floor, margin × the largest need)`` rounded up to two significant digits
    (``margin`` ≥ 1.5 from ``standards/_templates/module.toml``), ``τ`` widened the same way if
    a faithful candidate needs more than the template's;
@@ -45,6 +47,7 @@ if str(ROOT) not in sys.path:
 
 from numstd.calibrate import _ceil2  # noqa: E402
 from numstd.grade import QUANTILES, judge_case, module_errors, paired_bias, quantiles, run_cases  # noqa: E402
+from numstd.module_standard import one_sided_bias  # noqa: E402
 from numstd.grade_cli import load_module  # noqa: E402
 
 PROBLEMS = ROOT / "tests" / "problems"
@@ -100,8 +103,13 @@ def _needs(run, std) -> tuple[float, float]:
         if cq <= rho:
             continue
         need = max(need, math.inf if bq == 0 else (cq - rho) / bq)
-    b = paired_bias(m, rho)
-    tau = abs(b["diff"]) - std.criteria.bias_z * b["se"] if b["n"] else 0.0
+    if std.criteria.bias_mode == "one_sided":
+        b = one_sided_bias(m, rho)
+        stat = b["excess"] if b["n"] >= 2 else 0.0  # one element: bias not tested
+    else:
+        b = paired_bias(m, rho)
+        stat = abs(b["diff"])
+    tau = stat - std.criteria.bias_z * b["se"] if b["n"] else 0.0
     return need, tau
 
 
