@@ -118,6 +118,40 @@ def test_single_element_is_judged_by_its_error_not_by_a_bias_test():
     assert [c.name for c in v.failed_criteria][-1] == "ulp_q1"
 
 
+@pytest.mark.parametrize("fmt", sorted(IDS))
+def test_no_worse_than_the_baseline_per_element_and_in_bias_never_fails(fmt):
+    """Random biased baselines b (every element k_i·ulp off, k_i drawn with a random mean, a few
+    non-finite); candidates mixing RN(t) and b element by element: each |e_c,i| ≤ |e_b,i|, so every
+    quantile is no larger.  Every candidate whose |m_c| ≤ max(|m_b|, |m_r|) (computed here with
+    numpy, independently of the standard's code) passes; a candidate scaled by 8u more fails."""
+    from numstd.ulp import ulp
+
+    std = module_standard(fmt)
+    rng = np.random.default_rng(11)
+    tested = 0
+    for trial in range(12):
+        shape = (int(rng.integers(1, 9)), int(rng.integers(16, 300)))
+        t = rng.standard_normal(shape) * 10.0 ** rng.uniform(-3, 3) + rng.uniform(-1, 1) * rng.uniform(0, 5)
+        rt = _rn(t, fmt).astype(np.float64)
+        k = np.rint(rng.normal(rng.uniform(-6, 6), rng.uniform(0, 3), shape))
+        b = _rn(rt + k * ulp(rt, fmt), fmt)
+        if trial % 3 == 0:
+            b.reshape(-1)[: 3] = np.nan  # non-finite baseline elements are not compared
+        pick = rng.uniform(size=shape) < rng.uniform()
+        c = np.where(pick, _rn(t, fmt), b)
+        fin = np.isfinite(b.astype(np.float64)) & (t != 0)
+        floor = np.max(np.abs(t[np.isfinite(b.astype(np.float64))])) * std.accumulate.u / std.output.u
+        sp = ulp(np.maximum(np.abs(t), floor), fmt)
+        m = {n: np.mean((np.sign(t) * (x.astype(np.float64) - t) / sp)[fin]) for n, x in (("c", c), ("b", b), ("r", rt))}
+        if abs(m["c"]) <= max(abs(m["b"]), abs(m["r"])):
+            tested += 1
+            v = judge_module(t, b, c, std)
+            assert v.passed, (trial, v.message)
+        worse = _rn(t * (1 + 8 * std.output.u), fmt)  # +4 to +8 ulp against an unbiased baseline
+        assert not judge_module(t, _rn(t, fmt), worse, std).passed
+    assert tested >= 6
+
+
 # ------------------------------------------------------------------------- real torch modules
 def _zoo():
     from numstd.grade_cli import load_module
