@@ -164,8 +164,9 @@ def _zoo():
 EXPECTED_PASS = {
     # a truncated scalar is within one rounding (rho = 1 ulp): not observable on one element
     *((m, f, "rtz") for m in ("kldiv", "triplet") for f in IDS),
-    # fp32 outputs: the magnitude floor F = max|t| makes -0.5 ulp at small elements invisible, and
-    # tau = the calibrated fp32 tolerance covers it where |m_b| is a fraction of an ulp
+    # fp32 outputs: the magnitude floor F = max|t| shrinks -0.5 ulp at small elements, and the
+    # calibrated fp32 tau = 0.47 covers the rest (batchnorm, instancenorm, rmsnorm, mingpt_gelu);
+    # on the Frobenius norm torch itself is biased by up to 3.1 ulp, more than truncation
     *((m, "float32", "rtz") for m in ("batchnorm", "instancenorm", "rmsnorm", "frobenius", "mingpt_gelu")),
     # an fp32 scalar 4-8 ulp off is inside 19x the baseline's error (other summation orders)
     ("triplet", "float32", "scale"),
@@ -192,12 +193,11 @@ def test_correctly_rounded_and_torch_itself_pass_on_every_zoo_module(fmt):
 
 @pytest.mark.torch
 def test_version_1_rejected_the_correctly_rounded_bf16_batchnorm_on_torchs_biased_cases():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     zoo = _zoo()
     model, init, inputs = zoo.ZOO["batchnorm"]
-    with torch.random.fork_rng():
-        rep = numstd.grade(model, zoo.correctly_rounded(model), inputs, init_inputs=init, dtype="bfloat16",
-                           trials=1, op=None, distributions=["smallvar"], standard="NS-MODULE-BF16@1")
+    rep = numstd.grade(model, zoo.correctly_rounded(model), inputs, init_inputs=init, dtype="bfloat16",
+                       trials=1, op=None, distributions=["smallvar"], standard="NS-MODULE-BF16@1")
     case = [c for c in rep.cases if c.distribution == "smallvar"][0].verdict
     assert not case.passed and [c.name for c in case.failed_criteria] == ["bias"]
     assert case.params["baseline"]["mean_signed"] < -20  # torch's bf16 BatchNorm: about -40 ulp
