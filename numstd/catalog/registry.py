@@ -54,8 +54,10 @@ _REQUIRED = ("schema", "id", "version", "status", "op", "title", "formats", "mod
 _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
-    "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool,
+    "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
 }
+#: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
+BIAS_MODES = ("paired", "one_sided")
 _RATIONALE_KEYS = {"text": str, "citations": list}
 _PROVENANCE_KEYS = {
     "method": str, "command": str, "date": str, "numstd_version": str, "backends": list,
@@ -78,6 +80,7 @@ class Criteria:
     output_rounding: tuple[str, ...] = ("rne",)
     nan_policy: str = "match"
     signed_zero: bool = False
+    bias_mode: str = "paired"
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,9 @@ def load_standard(data: bytes, path: str) -> Standard:
         if not isinstance(limit, (int, float)) or isinstance(limit, bool):
             raise SchemaError(f"{where} [criteria.ulp_quantiles]: {q} = {limit!r} is not a quantile → ULP limit")
         quantiles[qf] = float(limit)
+    if crit_t.get("bias_mode", "paired") not in BIAS_MODES:
+        raise SchemaError(f"{where} [criteria] bias_mode: {crit_t['bias_mode']!r} is not one of "
+                          f"{', '.join(BIAS_MODES)} (see docs/grading.md)")
     if crit_t.get("nan_policy", "match") not in ("match",):
         raise SchemaError(f"{where} [criteria] nan_policy: only \"match\" is defined in schema 1")
     criteria = Criteria(
@@ -217,6 +223,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         output_rounding=rounding,
         nan_policy=crit_t.get("nan_policy", "match"),
         signed_zero=bool(crit_t.get("signed_zero", False)),
+        bias_mode=crit_t.get("bias_mode", "paired"),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")
