@@ -35,9 +35,24 @@ Parameters per architecture (block ``b``, ``n_eab``, output rounding, ``e_min_al
 models ``V100TC.m``, ``A100TC.m`` (A100, A2, A30), ``AdaTC.m`` / ``L40STC.m``, ``H100TC.m`` /
 ``H200TC.m``, ``B200TC.m`` / ``B200TCRN.m`` of the MATLAB-tensor-core repository, validated
 bit-for-bit by ``tests/test_tensor_core_truth.py`` against the GPU outputs shipped in
-``reference_data/tensor_core/``: see :data:`TENSOR_CORES` and ``docs/emulators.md`` (which also
-lists the paths fitted here because no upstream model exists).  ``h100-fp8`` and ``b200-fp8``
-force the fp8 parameters whatever the inputs.
+``reference_data/tensor_core/`` (match table in ``docs/emulators.md``).  Per path ``(b, n_eab,
+rounding, e_min_align)``:
+
+=================  ==============  =========  ===============  ==============  ===================
+arch (GPUs)        fp16/bf16>fp32  tf32>fp32  fp16>fp16        fp8>fp32        fp8>fp16
+=================  ==============  =========  ===============  ==============  ===================
+v100 (V100)        4,0,RZ,-1024    4,0,RZ     4,0,RNE,-19      (fp16 path)     (fp16 path)
+a100 (A100, A2)    8,1,RZ,-132     4,1,RZ     8,1,RNE,-20      (fp16 path)     (fp16 path)
+ada (Ada, L40S)    8,1,RZ,-132     4,1,RZ     8,1,RNE,-20      16,-10,RZ,-132  16,1,RNE,-20 [f]
+h100 (H100, H200)  16,2,RZ,-133    8,2,RZ     16,2,RNE,-21     32,-10,RZ,-133  32,2,RNE,-21,lc [f]
+b200 (B200)        16,2,RZ,-133    8,2,RZ     16,2,RNE,-21     32,8,RNE [f]    32,2,RNE,-21,lc [f]
+=================  ==============  =========  ===============  ==============  ===================
+
+Sources: the MATLAB models named above; [f] = no upstream model reproduces the measurements, the
+parameters were fitted on the even rows of the datasets (odd rows held out, docs/emulators.md;
+B200 fp8 > fp32 rounds to nearest as ``B200TCRN.m`` says, with ``n_eab = 8`` the narrowest
+alignment that fits); ``lc`` = late c (:class:`BFMAPath`).  ``h100-fp8`` and ``b200-fp8`` force
+the fp8 parameters whatever the inputs.
 
 Fasi et al. found "3 extra bits" on V100/T4/A100: those are *carry* bits of the multi-operand adder
 (which step 4 makes exact), not alignment bits; the alignment bits measured by Khattak & Mikaitis
