@@ -239,6 +239,30 @@ def test_tc_overrides_and_errors():
                               promote_every=4)
 
 
+def test_tc_fp16_output_accumulates_in_fp16():
+    # V100, K = 12 fp16 ones times [1, 2**-12, 0, 0, 2**-12, 0, 0, 0, 2**-12, 0, 0, 0]: three
+    # blocks of 4.  fp16 accumulator (out="float16"): each block gives 1 + 2**-12, a quarter ulp
+    # of fp16 above 1, rounded (RNE) back to 1 -> 1.  fp32 accumulator converted at the end:
+    # 1 + 3 * 2**-12 exactly, 0.75 ulp -> RNE to 1 + 2**-10.
+    b = [1.0, 2.0**-12, 0, 0, 2.0**-12, 0, 0, 0, 2.0**-12, 0, 0, 0]
+    assert tc([1.0] * 12, b, arch="v100", out="float16") == 1.0
+    assert tc([1.0] * 12, b, arch="v100", out="float16", acc="float32") == 1 + 2.0**-10
+    # c is rounded to fp16 (RNE) first: 1 + 2**-11 + 2**-13 -> 1 + 2**-10; +0 products.
+    assert tc([0.0], [0.0], 1 + 2.0**-11 + 2.0**-13, "v100", out="float16") == 1 + 2.0**-10
+    # bf16 inputs have no fp16 accumulator: an explicit request is refused with the fix.
+    with pytest.raises(ParameterError, match="acc='float32'"):
+        tc([1.0], [1.0], arch="a100", dtype=BF16, out="float16", acc="float16")
+
+
+def test_hardware_provenance_names_architectures_and_gpus():
+    lines = em.variants.hardware_provenance(["sequential", "tc-h100-fp8-promote128",
+                                             "matmul/tc-ada", "tc-ada"])
+    assert len(lines) == 2
+    assert lines[0].startswith("ada (Ada, L40S)") and lines[1].startswith("h100 (H100, H200)")
+    assert "float8_e4m3fn" in lines[1]
+    assert em.variants.hardware_provenance(["kahan"]) == []
+
+
 def test_tc_truncation_biases_results_toward_zero():
     # A property of the model (RTZ normalisation) that RNE orders do not have: the mean error,
     # signed toward the exact value and in units of u|A||B| (u = 2**-24), is clearly negative

@@ -105,3 +105,20 @@ def test_every_gpu_has_an_architecture():
                                        "B200")} == {"v100", "a100", "ada", "h100", "b200"}
     with pytest.raises(em.tensor_core.ParameterError):
         truth.arch_of("T4")
+
+
+def test_validated_formats_are_exactly_the_bit_exact_fp32_datasets():
+    # TensorCoreModel.validated (what calibration takes as legitimate evidence) must list an
+    # input format iff every fp32-output dataset of that arch and format is bit-exact.
+    fmt_of = {"fp16": "float16", "bf16": "bfloat16", "tf32": "tf32", "e4m3": "float8_e4m3fn",
+              "e5m2": "float8_e5m2"}
+    exact: dict[tuple[str, str], bool] = {}
+    for name in truth.datasets():
+        gpu, fmt, out = name.split("/")
+        if out != "fp32":
+            continue
+        key = (truth.arch_of(gpu), fmt_of[fmt])
+        exact[key] = exact.get(key, True) and name not in PARTIAL
+    for arch in ("v100", "a100", "ada", "h100", "b200"):
+        want = {f for (a, f), ok in exact.items() if a == arch and ok}
+        assert set(em.TENSOR_CORES[arch].validated) == want, arch

@@ -129,12 +129,16 @@ class TensorCoreModel:
         ``"fp8"`` (see :func:`input_kind`), ``acc`` ``"float32"`` or ``"float16"``.
     source : str
         Where the parameters come from.
+    validated : tuple of str
+        Input formats whose fp32-output GPU datasets (``reference_data/tensor_core``) the fp32
+        datapath reproduces bit for bit on every row (``tests/test_tensor_core_truth.py``).
     """
 
     arch: str
     gpus: tuple[str, ...]
     paths: Mapping[tuple[str, str], BFMAPath]
     source: str
+    validated: tuple[str, ...] = ()
 
     def path(self, kind: str, acc: str) -> BFMAPath:
         """The datapath for inputs of ``kind`` accumulated in ``acc``.
@@ -181,7 +185,8 @@ _KM = "Khattak & Mikaitis 2025, MATLAB-tensor-core models/"
 
 def _model(arch: str, gpus: tuple[str, ...], source: str, *,
            b16: tuple[int, int, int], tf32: int, h16: tuple[int, int, int],
-           fp8: BFMAPath | None = None, fp8_h16: BFMAPath | None = None) -> TensorCoreModel:
+           fp8: BFMAPath | None = None, fp8_h16: BFMAPath | None = None,
+           validated: tuple[str, ...] = ()) -> TensorCoreModel:
     """Build a model: ``b16 = (block, n_eab, e_min_align)`` of the fp16/bf16 fp32-accumulator
     path (RZ), ``tf32`` its block size for tf32 inputs (same ``n_eab``), ``h16`` the same triple
     for the fp16 -> fp16 path (RNE), and the fp8 paths."""
@@ -196,7 +201,7 @@ def _model(arch: str, gpus: tuple[str, ...], source: str, *,
         paths[("fp8", "float32")] = fp8
     if fp8_h16 is not None:
         paths[("fp8", "float16")] = fp8_h16
-    return TensorCoreModel(arch, gpus, types.MappingProxyType(paths), source)
+    return TensorCoreModel(arch, gpus, types.MappingProxyType(paths), source, validated)
 
 
 def _fp8_only(arch: str, base: TensorCoreModel) -> TensorCoreModel:
@@ -207,27 +212,33 @@ def _fp8_only(arch: str, base: TensorCoreModel) -> TensorCoreModel:
             for kind in ("fp16", "bf16", "tf32", "fp8"):
                 paths[(kind, acc)] = base.paths[("fp8", acc)]
     return TensorCoreModel(arch, base.gpus, types.MappingProxyType(paths),
-                           base.source + ", fp8 inputs")
+                           base.source + ", fp8 inputs",
+                           tuple(f for f in base.validated if f.startswith("float8")))
 
 
 _FIT = ("fitted in numstd on the even rows of reference_data/tensor_core (no upstream model); "
         "odd rows reported in docs/emulators.md")
-_V100 = _model("v100", ("V100",), _KM + "V100TC.m", b16=(4, 0, -1024), tf32=4, h16=(4, 0, -19))
+_V100 = _model("v100", ("V100",), _KM + "V100TC.m", b16=(4, 0, -1024), tf32=4, h16=(4, 0, -19),
+               validated=("float16",))
 _A100 = _model("a100", ("A100", "A2"), _KM + "A100TC.m (A100, A2, A30)",
-               b16=(8, 1, -132), tf32=4, h16=(8, 1, -20))
+               b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
+               validated=("float16", "bfloat16", "tf32"))
 _ADA = _model("ada", ("Ada", "L40S"), _KM + "AdaTC.m, L40STC.m",
               b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
               fp8=BFMAPath(16, -10, "rz", -132, source=_KM + "AdaTC.m, L40STC.m (fp8)"),
-              fp8_h16=BFMAPath(16, 1, "rne", -20, "float16", source=_FIT))
+              fp8_h16=BFMAPath(16, 1, "rne", -20, "float16", source=_FIT),
+              validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 _H100 = _model("h100", ("H100", "H200"), _KM + "H100TC.m, H200TC.m",
                b16=(16, 2, -133), tf32=8, h16=(16, 2, -21),
                fp8=BFMAPath(32, -10, "rz", -133, source=_KM + "H100TC.m (fp8)"),
-               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT))
+               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT),
+               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 _B200 = _model("b200", ("B200",), _KM + "B200TC.m",
                b16=(16, 2, -133), tf32=8, h16=(16, 2, -21),
                fp8=BFMAPath(32, 8, "rne", -133, source=_KM + "B200TCRN.m (RNE output); n_eab "
                             "= 8 " + _FIT.replace(" (no upstream model)", "")),
-               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT))
+               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT),
+               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn"))  # e5m2: 4,999/5,000
 
 TENSOR_CORES: Mapping[str, TensorCoreModel] = types.MappingProxyType({
     m.arch: m for m in (_V100, _A100, _ADA, _H100, _B200,
