@@ -379,6 +379,15 @@ def _bf16_inputs(A, B, acc, out, seed):
     return _ordered(rnd(A, bf16), rnd(B, bf16), acc)
 
 
+@_contraction("trainium-autocast-bf16", "input-rounding", False,
+              "AWS Trainium compiled with neuronx-cc's default --auto-cast=matmult "
+              "--auto-cast-type=bf16: float32 operands cast to bf16 (RNE) before TensorE, fp32 "
+              "PSUM; illegitimate for a float32 standard unless it allows it (fp32 needs "
+              "NEURON_CC_FLAGS=--auto-cast=none)", applies=float32_inputs, acc_formats=FP32_ONLY)
+def _trainium_autocast(A, B, acc, out, seed):
+    return _named("matmul/trainium-autocast", A, B, acc, seed)
+
+
 def _two_d_b(A: Any, B: Any, out: Format) -> bool:
     return np.ndim(B) >= 2 and min(np.shape(B)[-2:]) > 1
 

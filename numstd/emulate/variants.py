@@ -1,4 +1,6 @@
-"""Named legitimate implementations of matmul, for calibration and the discrimination benchmark.
+"""Named implementations of matmul (legitimate ones, and ``trainium-autocast``, legitimate only
+where a standard allows fp32 operands cast to bf16), for calibration and the discrimination
+benchmark.
 
 Every entry of :data:`VARIANTS` is a callable ``variant(A, B, *, out, acc="float32", seed=0)``
 returning ``A @ B`` in the dtype of ``out``, computed the way one real implementation would:
@@ -19,6 +21,8 @@ matmul/random           sequential in a seeded random order (nondeterministic at
 matmul/trainium         NeuronCore PE tiles of 128 (exact per tile) + fp32 PSUM, RNE output
 matmul/trainium-sr      the same with stochastic output rounding (seeded)
 matmul/trainium-pe32    NeuronCore with fp32 rounding after every PE (sequential tiles)
+matmul/trainium-autocast  neuronx-cc's default ``--auto-cast=matmult --auto-cast-type=bf16``:
+                        float32 operands rounded to bf16, then the matmul/trainium model
 matmul/tc-v100          tensor-core block FMA with fp32 accumulator, one per architecture of
 matmul/tc-a100          :data:`numstd.emulate.TENSOR_CORES` (V100; A100, A2; Ada, L40S;
 matmul/tc-ada           H100, H200; B200), bit-exact against the GPUs for the input formats in
@@ -102,6 +106,7 @@ _TABLE: tuple[tuple[Callable[..., np.ndarray], str, dict[str, Any]], ...] = (
     (_trainium, "matmul/trainium", {}),
     (_trainium, "matmul/trainium-sr", {"out_rounding": "stochastic"}),
     (_trainium, "matmul/trainium-pe32", {"tile_accumulation": "sequential"}),
+    (_trainium, "matmul/trainium-autocast", {"auto_cast": "matmult", "auto_cast_type": "bf16"}),
     (_tensor_core, "matmul/tc-v100", {"arch": "v100"}),
     (_tensor_core, "matmul/tc-a100", {"arch": "a100"}),
     (_tensor_core, "matmul/tc-ada", {"arch": "ada"}),
