@@ -167,7 +167,7 @@ def tensor_core_study(out: Path, device: str, arch: str, quick: bool, log: Any) 
                                 if mode == "tf32" else [("exact", A, B)])
                     for rounding, a_, b_ in variants:
                         for split_k in (1, 2, 4):
-                            model = tensor_core_matmul(a_, b_, arch=arch, out=y.dtype.name, split_k=split_k)
+                            model = tensor_core_matmul(a_, b_, arch=arch, out=y.dtype.name, acc="float32", split_k=split_k)
                             d = np.asarray(ulp_distance(model, y, y.dtype.name)).reshape(-1)
                             key = f"{rounding}/split_k={split_k}"
                             agree[key] = {"equal": float(np.mean(d == 0)),

@@ -239,6 +239,30 @@ def test_tc_overrides_and_errors():
                               promote_every=4)
 
 
+def test_tc_fp16_output_accumulates_in_fp16():
+    # V100, K = 12 fp16 ones times [1, 2**-12, 0, 0, 2**-12, 0, 0, 0, 2**-12, 0, 0, 0]: three
+    # blocks of 4.  fp16 accumulator (out="float16"): each block gives 1 + 2**-12, a quarter ulp
+    # of fp16 above 1, rounded (RNE) back to 1 -> 1.  fp32 accumulator converted at the end:
+    # 1 + 3 * 2**-12 exactly, 0.75 ulp -> RNE to 1 + 2**-10.
+    b = [1.0, 2.0**-12, 0, 0, 2.0**-12, 0, 0, 0, 2.0**-12, 0, 0, 0]
+    assert tc([1.0] * 12, b, arch="v100", out="float16") == 1.0
+    assert tc([1.0] * 12, b, arch="v100", out="float16", acc="float32") == 1 + 2.0**-10
+    # c is rounded to fp16 (RNE) first: 1 + 2**-11 + 2**-13 -> 1 + 2**-10; +0 products.
+    assert tc([0.0], [0.0], 1 + 2.0**-11 + 2.0**-13, "v100", out="float16") == 1 + 2.0**-10
+    # bf16 inputs have no fp16 accumulator: an explicit request is refused with the fix.
+    with pytest.raises(ParameterError, match="acc='float32'"):
+        tc([1.0], [1.0], arch="a100", dtype=BF16, out="float16", acc="float16")
+
+
+def test_hardware_provenance_names_architectures_and_gpus():
+    lines = em.variants.hardware_provenance(["sequential", "tc-h100-fp8-promote128",
+                                             "matmul/tc-ada", "tc-ada"])
+    assert len(lines) == 2
+    assert lines[0].startswith("ada (Ada, L40S)") and lines[1].startswith("h100 (H100, H200)")
+    assert "float8_e4m3fn" in lines[1]
+    assert em.variants.hardware_provenance(["kahan"]) == []
+
+
 def test_tc_truncation_biases_results_toward_zero():
     # A property of the model (RTZ normalisation) that RNE orders do not have: the mean error,
     # signed toward the exact value and in units of u|A||B| (u = 2**-24), is clearly negative
@@ -257,6 +281,28 @@ def test_tc_truncation_biases_results_toward_zero():
 
 
 # ---------------------------------------------------------------- Trainium
+
+
+def test_trainium_auto_cast_rounds_float32_operands_to_bf16():
+    # neuronx-cc's default --auto-cast=matmult --auto-cast-type=bf16: 1 + 2**-9 (fp32) becomes
+    # bf16 1 (half an ulp of bf16 is 2**-8), 1 + 3 * 2**-8 becomes 1 + 2**-6 (tie to even), so
+    # (1 + 2**-9) * 1 + (1 + 3 * 2**-8) * 1 = 2 + 2**-6 instead of 2 + 2**-9 + 3 * 2**-8.
+    A = np.array([[1 + 2.0**-9, 1 + 3 * 2.0**-8]], dtype=np.float32)
+    B = np.ones((2, 1), dtype=np.float32)
+    cast = em.trainium_matmul(A, B, out="float32", auto_cast="matmult")
+    assert float(cast[0, 0]) == 2 + 2.0**-6
+    assert float(em.trainium_matmul(A, B, out="float32")[0, 0]) == 2 + 2.0**-9 + 3 * 2.0**-8
+    assert float(em.VARIANTS["matmul/trainium-autocast"](A, B, out="float32")[0, 0]) == 2 + 2.0**-6
+    # operands already in bf16 are not cast again; fp16 cast type keeps 1 + 2**-9
+    a16 = A.astype(BF16)
+    assert np.array_equal(em.trainium_matmul(a16, B.astype(BF16), out="float32", auto_cast="all"),
+                          em.trainium_matmul(a16, B.astype(BF16), out="float32"))
+    assert float(em.trainium_matmul(A, B, out="float32", auto_cast="matmult",
+                                    auto_cast_type="fp16")[0, 0]) == 2 + 2.0**-9 + 3 * 2.0**-8
+    with pytest.raises(ParameterError, match="--auto-cast"):
+        em.trainium_matmul(A, B, auto_cast="fp32")
+    with pytest.raises(ParameterError, match="--auto-cast-type"):
+        em.trainium_matmul(A, B, auto_cast="matmult", auto_cast_type="int8")
 
 def tiles_reference(a: np.ndarray, b: np.ndarray, sizes) -> np.float32:
     """RN_32 of each tile's exact sum (math.fsum), tiles added in fp32 in order."""
@@ -373,6 +419,11 @@ def model_bound(name: str, K: int) -> float:
     """
     if name.startswith("matmul/tc-"):
         return gamma(4 * K, 2.0**-14 if "fp8" in name else 2.0**-24)
+    if name == "matmul/trainium-autocast":
+        # float32 operands cast to bf16 first: |a'b' - ab| <= (2v + v^2)|a||b|, v = 2**-8,
+        # then the fp32 PSUM model on the cast values: gamma_K(u) |a'||b'| <= gamma_K(u)(1+v)^2.
+        v = 2.0**-8
+        return (2 * v + v * v) + gamma(K, 2.0**-24) * (1 + v) ** 2
     return gamma(K, 2.0**-24)
 
 

@@ -435,6 +435,11 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
                             f"limit; the bound would have to shrink {1 / max(strongest, 1e-300):.3g}×)")
     ok = not problems
     table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau)
+    from .emulate.variants import hardware_provenance  # the tensor-core architectures behind the evidence
+
+    hardware = hardware_provenance(sorted({r.variant for r in rows if r.legit}))
+    if hardware:
+        table["provenance"]["hardware"] = hardware
     result = CalibrationResult(std1.id, version, constant, fitted, tau, rows, table, ok, problems, notes)
     result.sweep = report
     result.sweep_path = None if tmp_dir is not None else Path(sweep_dir)

@@ -61,7 +61,7 @@ BIAS_MODES = ("paired", "one_sided")
 _RATIONALE_KEYS = {"text": str, "citations": list}
 _PROVENANCE_KEYS = {
     "method": str, "command": str, "date": str, "numstd_version": str, "backends": list,
-    "evidence": str, "evidence_sha256": str, "notes": str,
+    "evidence": str, "evidence_sha256": str, "notes": str, "hardware": list,
 }
 _SUITE_KEYS = {"distributions": list, "shapes": list, "seeds": list, "params": dict, "specials": bool}
 _ROUNDINGS = {"rne", "stochastic", "rtz"}

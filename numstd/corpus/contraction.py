@@ -8,9 +8,10 @@ in fp32 (``RN_32(S + b)``, linear only) and one conversion to the output format.
 Legitimate: the summation orders of :mod:`numstd.emulate.summation` (sequential FMA chain,
 pairwise, blocked(32), split-K(4), Kahan), float32 BLAS (``numpy.matmul`` on float32 operands:
 OpenBLAS/MKL sgemm), AWS Trainium TensorE tiles of 128 rows with fp32 PSUM (round-to-nearest or
-stochastic output conversion, exact or per-PE tile sums), NVIDIA tensor-core block FMA with
-truncation (A100, H100, B200 parameters of Khattak & Mikaitis 2025; H100 fp8 with fp32 promotion
-every 128 products as in DeepSeek-V3), and torch CPU.
+stochastic output conversion, exact or per-PE tile sums), NVIDIA tensor-core block FMA
+(V100, A100/A2, Ada/L40S, H100/H200, B200 parameters of Khattak & Mikaitis 2025, each applied to the
+input formats it reproduces bit for bit on the GPUs' measured outputs; H100 and Ada fp8 with fp32
+promotion every 128 products as in DeepSeek-V3), and torch CPU.
 
 Bugs: accumulating in the output format or in bfloat16, a dropped last K tile of 128, the first
 K tile accumulated twice, a dropped ``K mod 64`` remainder, truncation of the output, one
@@ -198,32 +199,58 @@ def _trainium_pe32(A, B, acc, out, seed):
     return _named("matmul/trainium-pe32", A, B, acc, seed)
 
 
-def _sixteen_bit(out: Format, fmts: list, params: Any) -> bool:
-    return low_precision_inputs(out, fmts, params) and all(f.bits == 16 for f in fmts[:2] if f)
+def _validated(arch: str, fp8: bool | None = None) -> Callable:
+    """Applies when both operands are in an input format of ``TENSOR_CORES[arch].validated``
+    (bit-exact against that GPU's measured outputs); ``fp8`` restricts to fp8 (True) or to the
+    16-bit formats (False)."""
+
+    def applies(out: Format, fmts: list, params: Any) -> bool:
+        from ..emulate import TENSOR_CORES
+
+        ok = TENSOR_CORES[arch].validated
+        fl = [f for f in fmts[:2] if f is not None]
+        return (low_precision_inputs(out, fmts, params) and all(f.name in ok for f in fl)
+                and (fp8 is None or all((f.bits == 8) == fp8 for f in fl)))
+
+    return applies
 
 
-def _eight_bit(out: Format, fmts: list, params: Any) -> bool:
-    return low_precision_inputs(out, fmts, params) and all(f.bits == 8 for f in fmts[:2] if f)
+@_contraction("tc-v100", "hardware", True,
+              "NVIDIA V100 tensor cores: block FMA of 4 products aligned to the largest exponent, "
+              "no extra bit, truncated (Khattak & Mikaitis 2025; bit-exact on the V100's "
+              "measured outputs); fp16 inputs", applies=_validated("v100"), acc_formats=FP32_ONLY)
+def _tc_v100(A, B, acc, out, seed):
+    return _named("matmul/tc-v100", A, B, acc, seed)
 
 
 @_contraction("tc-a100", "hardware", True,
-              "NVIDIA A100 tensor cores: block FMA of 8 products aligned to the largest exponent "
+              "NVIDIA A100/A2 tensor cores: block FMA of 8 products aligned to the largest exponent "
               "with 1 extra bit, truncated (Khattak & Mikaitis 2025); 16-bit inputs",
-              applies=_sixteen_bit, acc_formats=FP32_ONLY)
+              applies=_validated("a100"), acc_formats=FP32_ONLY)
 def _tc_a100(A, B, acc, out, seed):
     return _named("matmul/tc-a100", A, B, acc, seed)
 
 
+@_contraction("tc-ada", "hardware", True,
+              "NVIDIA Ada/L40S tensor cores: block FMA of 8 products with 1 extra alignment bit, "
+              "truncated; 16-bit inputs", applies=_validated("ada", fp8=False),
+              acc_formats=FP32_ONLY)
+def _tc_ada(A, B, acc, out, seed):
+    return _named("matmul/tc-ada", A, B, acc, seed)
+
+
 @_contraction("tc-h100", "hardware", True,
-              "NVIDIA H100 tensor cores: block FMA of 16 products with 2 extra alignment bits, "
-              "truncated; 16-bit inputs", applies=_sixteen_bit, acc_formats=FP32_ONLY)
+              "NVIDIA H100/H200 tensor cores: block FMA of 16 products with 2 extra alignment "
+              "bits, truncated; 16-bit inputs", applies=_validated("h100", fp8=False),
+              acc_formats=FP32_ONLY)
 def _tc_h100(A, B, acc, out, seed):
     return _named("matmul/tc-h100", A, B, acc, seed)
 
 
 @_contraction("tc-b200", "hardware", True,
-              "NVIDIA B200 tensor cores: block FMA of 16 (fp8: 32) products with 2 extra bits, "
-              "truncated; 16-bit and fp8 inputs", applies=low_precision_inputs, acc_formats=FP32_ONLY)
+              "NVIDIA B200 tensor cores: block FMA of 16 products with 2 extra bits, truncated "
+              "(fp8: 32 products rounded to nearest); 16-bit and validated fp8 inputs",
+              applies=_validated("b200"), acc_formats=FP32_ONLY)
 def _tc_b200(A, B, acc, out, seed):
     return _named("matmul/tc-b200", A, B, acc, seed)
 
@@ -231,9 +258,18 @@ def _tc_b200(A, B, acc, out, seed):
 @_contraction("tc-h100-fp8-promote128", "hardware", True,
               "H100 fp8 GEMM: 32-product blocks into the 13-bit truncating tensor-core "
               "accumulator, promoted to an fp32 accumulator every 128 products (DeepSeek-V3 §3.3.2, "
-              "cuBLAS split accumulator); fp8 inputs", applies=_eight_bit, acc_formats=FP32_ONLY)
+              "cuBLAS split accumulator); fp8 inputs", applies=_validated("h100", fp8=True),
+              acc_formats=FP32_ONLY)
 def _tc_h100_fp8(A, B, acc, out, seed):
     return _named("matmul/tc-h100-fp8-promote128", A, B, acc, seed)
+
+
+@_contraction("tc-ada-fp8-promote128", "hardware", True,
+              "Ada/L40S fp8 GEMM: 16-product blocks into the 13-bit truncating tensor-core "
+              "accumulator, promoted to fp32 every 128 products; fp8 inputs",
+              applies=_validated("ada", fp8=True), acc_formats=FP32_ONLY)
+def _tc_ada_fp8(A, B, acc, out, seed):
+    return _named("matmul/tc-ada-fp8-promote128", A, B, acc, seed)
 
 
 def _torch_contraction(op: str) -> Callable:
@@ -341,6 +377,15 @@ def _tf32(A, B, acc, out, seed):
 def _bf16_inputs(A, B, acc, out, seed):
     bf16 = FORMATS["bfloat16"]
     return _ordered(rnd(A, bf16), rnd(B, bf16), acc)
+
+
+@_contraction("trainium-autocast-bf16", "input-rounding", False,
+              "AWS Trainium compiled with neuronx-cc's default --auto-cast=matmult "
+              "--auto-cast-type=bf16: float32 operands cast to bf16 (RNE) before TensorE, fp32 "
+              "PSUM; illegitimate for a float32 standard unless it allows it (fp32 needs "
+              "NEURON_CC_FLAGS=--auto-cast=none)", applies=float32_inputs, acc_formats=FP32_ONLY)
+def _trainium_autocast(A, B, acc, out, seed):
+    return _named("matmul/trainium-autocast", A, B, acc, seed)
 
 
 def _two_d_b(A: Any, B: Any, out: Format) -> bool:

@@ -15,7 +15,25 @@ Inferentia2 architecture guide for NKI", "Trainium2 architecture guide", "Neuron
 - NeuronCore-v2 and later round with RNE or, when ``NEURON_RT_STOCHASTIC_ROUNDING_EN=1``,
   stochastic rounding (SR) when results are converted to narrower formats.
 
+- neuronx-cc casts fp32 matmuls to bf16 by default: "By default, the Neuron Compiler will
+  automatically cast FP32 matrix multiplication operations to BF16" ("Mixed Precision and
+  Performance-accuracy Tuning (neuronx-cc)", ``general/appnotes/neuronx-cc/
+  neuronx-cc-training-mixed-precision``); the options ``--auto-cast {none, matmult, all}`` and
+  ``--auto-cast-type {bf16, fp16, tf32, fp8_e4m3}`` of the compiler CLI reference
+  (``compiler/neuronx-cc/api-reference-guide``) select it, ``--auto-cast=none`` keeps fp32.
+
+Sources, at awsdocs-neuron.readthedocs-hosted.com/en/latest/: ``nki/api/generated/
+nki.isa.nc_matmul.html`` (fp32 accumulation and results, partition size <= 128, PSUM
+accumulation of several ``nc_matmul`` outputs, ``perf_mode=double_row``),
+``general/arch/neuron-features/rounding-modes`` (RNE, stochastic rounding), the two compiler pages
+above.
+
 Model (the assumptions are ours, the hardware's internals are not documented):
+
+- ``auto_cast="matmult"`` (the compiler default, :data:`AUTO_CAST_DEFAULT`): float32 operands are
+  first rounded to ``auto_cast_type`` with RNE (the cast's rounding is not documented; RNE is the
+  NeuronCore default), then multiplied as below.  ``auto_cast="none"`` (default here) leaves
+  them in fp32.  Operands already narrower than fp32 are never cast.
 
 - K is cut into tiles of ``tile_k`` rows (``2 * tile_k`` in fp8 double-row mode), the last one
   shorter (K = 300 -> 128, 128, 44).
@@ -48,9 +66,11 @@ from ._terms import ProductTerms, check_order_parameter, host_array
 from .matmul import to_output
 from .summation import sequential_sum
 
-__all__ = ["trainium_matmul", "scalar_engine", "ACTIVATIONS"]
+__all__ = ["trainium_matmul", "scalar_engine", "ACTIVATIONS", "AUTO_CAST_DEFAULT"]
 
 PARTITIONS = 128  # rows of the PE array: the largest contraction per nc_matmul
+AUTO_CAST_DEFAULT = ("matmult", "bf16")  # neuronx-cc --auto-cast / --auto-cast-type defaults
+_CAST_TYPES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "tf32", "fp8_e4m3": "float8_e4m3fn"}
 
 
 def trainium_matmul(
@@ -63,6 +83,8 @@ def trainium_matmul(
     seed: int | None = None,
     fp8_double_row: bool = False,
     tile_accumulation: str = "exact",
+    auto_cast: str = "none",
+    auto_cast_type: str = "bf16",
 ) -> np.ndarray:
     """Emulate ``A @ B`` on a NeuronCore Tensor Engine with fp32 PSUM accumulation.
 
@@ -88,6 +110,12 @@ def trainium_matmul(
     tile_accumulation : {"exact", "sequential"}
         Within-tile model: exact sum rounded once to fp32, or fp32 round-to-nearest after every
         product in partition order.
+    auto_cast : {"none", "matmult", "all"}
+        neuronx-cc ``--auto-cast``: ``"matmult"`` (the compiler's default) and ``"all"`` round
+        float32 operands to ``auto_cast_type`` (RNE) before the Tensor Engine; ``"none"`` keeps
+        them (``NEURON_CC_FLAGS=--auto-cast=none``).
+    auto_cast_type : {"bf16", "fp16", "tf32", "fp8_e4m3"}
+        neuronx-cc ``--auto-cast-type`` (default bf16).
 
     Returns
     -------
@@ -104,6 +132,14 @@ def trainium_matmul(
         raise ParameterError(
             f"tile_accumulation must be 'exact' or 'sequential', got {tile_accumulation!r}"
         )
+    if auto_cast not in ("none", "matmult", "all"):
+        raise ParameterError(f"auto_cast must be 'none', 'matmult' or 'all' (neuronx-cc "
+                             f"--auto-cast), got {auto_cast!r}")
+    if auto_cast_type not in _CAST_TYPES:
+        raise ParameterError(f"auto_cast_type must be one of {', '.join(_CAST_TYPES)} (neuronx-cc "
+                             f"--auto-cast-type), got {auto_cast_type!r}")
+    if auto_cast != "none":
+        A, B = (_auto_cast(x, _CAST_TYPES[auto_cast_type], name) for x, name in ((A, "A"), (B, "B")))
     terms = ProductTerms(A, B)
     if fp8_double_row:
         fmts = (terms.a.fmt, terms.b.fmt)
@@ -127,6 +163,16 @@ def trainium_matmul(
         psum = ar.zeros(terms.shape)
     rng = np.random.default_rng(seed) if seed is not None else None
     return terms.finish(to_output(psum, out, out_rounding, rng))
+
+
+def _auto_cast(x: Any, fmt: str, name: str) -> Any:
+    """``x`` rounded (RNE) to ``fmt`` when it is a float32 array (the compiler's fp32 cast), as a
+    float32 array of the cast values for tf32; other operands unchanged."""
+    arr = host_array(x, name)
+    if arr.dtype != np.float32:
+        return arr
+    cast = round_to(arr, fmt)
+    return cast.astype(np.float32) if fmt == "tf32" else cast
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
