@@ -19,6 +19,7 @@ Non-finite inputs: outputs whose summands include ``±inf`` or NaN take numpy's 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,8 @@ def _reduced(x: np.ndarray, axis: Any) -> tuple[np.ndarray, tuple[int, ...]]:
     axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     kept = tuple(i for i in range(x.ndim) if i not in axes)
     moved = np.transpose(x, kept + axes)
-    return moved.reshape(tuple(x.shape[i] for i in kept) + (-1,)), axes
+    lead = tuple(x.shape[i] for i in kept)
+    return moved.reshape(lead + (math.prod(x.shape[i] for i in axes),)), axes  # (explicit: an empty batch has no -1)
 
 
 def _keep(a: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
