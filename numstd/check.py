@@ -27,6 +27,7 @@ from .criteria import Judge, chunk_pieces, evaluate
 from .distribution import UlpDistribution
 from .errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
 from .native import pool
+from .reference.loss import BATCH_KEY
 from .verdict import CriterionResult, Verdict
 
 __all__ = ["check", "assert_conforms", "selector_params"]
@@ -122,8 +123,11 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     # chunks' temporaries reuse their memory (native.pool).
     background = judge.native and spec.kind not in ("contraction", "attention")
 
+    # (chunk-independent terms: cross_entropy's N is the whole batch's rows, not the chunk's)
+    ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
+
     def prepare(ch: Any) -> tuple:
-        ref = validated_reference(spec.name, ch.inputs, full, resolution=std.output, row_offset=ch.row_offset, cache=cache)
+        ref = validated_reference(spec.name, ch.inputs, ref_params, resolution=std.output, row_offset=ch.row_offset, cache=cache)
         return ch, ref, environment(ref, fmts)
 
     def pieces_of(prepared: tuple) -> list:  # the model's terms: on the worker, or beside the judge

@@ -138,3 +138,15 @@ def test_every_malformed_call_error_is_a_numstd_error():
                  lambda: numstd.check(EXP, op="nope", inputs=[X])):
         with pytest.raises(NumstdError):
             call()
+
+
+def test_cross_entropy_verdict_does_not_depend_on_chunk_size():
+    rng = np.random.default_rng(7)
+    logits = rng.standard_normal((300, 10)).astype(np.float32)
+    target = rng.integers(0, 10, 300)
+    x = logits.astype(np.float64)
+    exact = np.log(np.sum(np.exp(x - x.max(1, keepdims=True)), 1)) + x.max(1) - x[np.arange(300), target]
+    out = (exact * (1 + 3e-7 * rng.standard_normal(300))).astype(np.float32)  # errors of a few ulp
+    verdicts = {numstd.check(out, op="cross_entropy", inputs=[logits, target], reduction="none", chunk_size=c).to_json()
+                for c in (7, 64, 1 << 16)}
+    assert len(verdicts) == 1
