@@ -510,7 +510,7 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
 
 
 def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
-    from .criteria import Judge, evaluate, judge_chunk
+    from .criteria import Judge, evaluate, hull_violations, judge_chunk
 
     judge = Judge(std.output, p.shape, std.criteria.signed_zero)
     if actual.shape != p.shape:
@@ -521,6 +521,7 @@ def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
         res = JudgeResult(UlpDistribution(), 0, 0, 0, 0, math.inf, 0, 0, 0)
         return res, [CriterionResult("shape", False, 1, 0, "shape"), CriterionResult("bias", True, 0, math.inf, "")]
     judge_chunk(judge, std, p.env, p.ref, actual, tuple(slice(None) for _ in p.shape))
+    judge.add_hull(hull_violations(std, p.ref, actual))
     res = judge.result()
     return res, evaluate(std, res, std.output.name)
 

@@ -23,7 +23,7 @@ import numpy as np
 from ._version import __version__
 from .arrays import to_numpy
 from .chunks import default_chunk, plan, prefetch
-from .criteria import Judge, chunk_pieces, evaluate
+from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from .distribution import UlpDistribution
 from .errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
 from .native import pool
@@ -130,16 +130,18 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         ref = validated_reference(spec.name, ch.inputs, ref_params, resolution=std.output, row_offset=ch.row_offset, cache=cache)
         return ch, ref, environment(ref, fmts)
 
-    def pieces_of(prepared: tuple) -> list:  # the model's terms: on the worker, or beside the judge
+    def pieces_of(prepared: tuple) -> tuple:  # the model's terms: on the worker, or beside the judge
         ch, ref, env = prepared
-        return chunk_pieces(std, env, ref, act[ch.out_index], ch.out_index)  # (the judge widens the output)
+        out = act[ch.out_index]
+        return chunk_pieces(std, env, ref, out, ch.out_index), hull_violations(std, ref, out)  # (the judge widens the output)
 
     chunk = min(chunk_size or default_chunk(spec.kind), max(1, int(np.prod(shape, dtype=object))))
     with pool(max_bytes=8 * 8 * chunk):
-        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
-                               finish=pieces_of):
+        for pieces, hull in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
+                                     finish=pieces_of):
             for piece in pieces:
                 judge.add(**piece)
+            judge.add_hull(hull)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
     passed = all(c.passed for c in criteria)

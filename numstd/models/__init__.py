@@ -51,7 +51,7 @@ OP_TERMS: Mapping[str, tuple[str, ...]] = {
     "log_softmax": ("dev", "devmean", "lse", "K"),
     "layer_norm": ("mean", "sigma", "xhat", "absw", "absb", "absx", "absmean", "K"),
     "rms_norm": ("rms", "xhat", "absw", "K"),
-    "attention": ("absout", "scoremag", "K", "E"),
+    "attention": ("absout", "scoremag", "K", "E", "vmax"),
     "cross_entropy": ("lse", "dev", "K", "N"),
     "module": ("base",),
     **{name: ("x", "cond") for name in (
