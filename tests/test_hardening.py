@@ -150,3 +150,191 @@ def test_cross_entropy_verdict_does_not_depend_on_chunk_size():
     verdicts = {numstd.check(out, op="cross_entropy", inputs=[logits, target], reduction="none", chunk_size=c).to_json()
                 for c in (7, 64, 1 << 16)}
     assert len(verdicts) == 1
+
+
+# --- tampering -------------------------------------------------------------------------------------
+
+import hashlib  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from numstd import registry  # noqa: E402
+from numstd.errors import DataIntegrityError, SchemaError  # noqa: E402
+
+SHIPPED = Path(registry.__file__).resolve().parent.parent / "standards"
+EXP1 = "exp/NS-EXP-FP32@1.toml"
+
+
+def _user_dir(tmp_path: Path, rels=(EXP1,)) -> Path:
+    """A standards directory of one's own: copies of shipped files, their LOCK lines and evidence."""
+    d = tmp_path / "mine"
+    lock = registry.read_lock((SHIPPED / "LOCK").read_text())
+    lines = []
+    for rel in rels:
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SHIPPED / rel, d / rel)
+        lines.append(f"{lock[rel]}  {rel}")
+        std = registry.load_standard((d / rel).read_bytes(), rel)
+        ev = Path(std.provenance["evidence"]).name
+        (d / "evidence").mkdir(exist_ok=True)
+        shutil.copyfile(SHIPPED.parent / "reference_data" / "evidence" / ev, d / "evidence" / ev)
+    (d / "LOCK").write_text("\n".join(lines) + "\n")
+    registry._cache.clear()
+    return d
+
+
+def test_a_locked_file_edited_to_draft_with_a_changed_constant_is_an_integrity_error(tmp_path):
+    d = _user_dir(tmp_path)
+    f = d / EXP1
+    f.write_text(f.read_text().replace('status = "active"', 'status = "draft"').replace("c = 2.5", "c = 25"))
+    registry._cache.clear()
+    with pytest.raises(DataIntegrityError, match="NS-EXP-FP32@1.toml changed after publication"):
+        registry.get_standard("NS-EXP-FP32@1", root=d)
+
+
+def test_a_byte_flip_that_breaks_utf8_is_an_integrity_error_not_a_toml_error(tmp_path):
+    d = _user_dir(tmp_path)
+    raw = bytearray((d / EXP1).read_bytes())
+    raw[40] = 0xFF
+    (d / EXP1).write_bytes(bytes(raw))
+    registry._cache.clear()
+    with pytest.raises(DataIntegrityError, match="NS-EXP-FP32@1.toml"):
+        registry.get_standard("NS-EXP-FP32@1", root=d)
+
+
+def test_one_corrupted_user_standard_leaves_the_shipped_ones_usable(tmp_path, monkeypatch):
+    d = _user_dir(tmp_path, rels=("log/NS-LOG-FP32@1.toml",))
+    (d / "log/NS-LOG-FP32@1.toml").write_text("garbage")
+    monkeypatch.setenv(registry.STANDARDS_PATH_ENV, str(d))
+    registry._cache.clear()
+    try:
+        assert numstd.check(EXP, op="exp", inputs=[X]).passed  # another op: unaffected
+        y = np.log(np.abs(X) + 1).astype(np.float32)
+        with pytest.raises(DataIntegrityError, match="NS-LOG-FP32@1.toml"):
+            numstd.check(y, op="log", inputs=[np.abs(X) + 1])
+    finally:
+        registry._cache.clear()
+
+
+def test_verify_reports_each_mismatch_by_path_and_exits_nonzero(tmp_path, capsys, monkeypatch):
+    from numstd.cli import main
+    from numstd.integrity import verify
+
+    monkeypatch.setenv(registry.STANDARDS_PATH_ENV, "")  # (restored after the test: --standards-dir sets it)
+    d = _user_dir(tmp_path, rels=(EXP1, "log/NS-LOG-FP32@1.toml"))
+    assert verify([d]) == []
+    assert main(["--standards-dir", str(d), "verify"]) == 0
+    ev = d / "evidence" / "NS-EXP-FP32@1.evidence.parquet"
+    raw = bytearray(ev.read_bytes())
+    raw[len(raw) // 2] ^= 1
+    ev.write_bytes(bytes(raw))
+    (d / "log/NS-LOG-FP32@1.toml").write_text((d / "log/NS-LOG-FP32@1.toml").read_text() + "\n")
+    bad = verify([d])
+    assert sorted(Path(m.path).name for m in bad) == ["NS-EXP-FP32@1.evidence.parquet", "NS-LOG-FP32@1.toml"]
+    capsys.readouterr()
+    assert main(["--standards-dir", str(d), "verify"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("MISMATCH") == 2 and "NS-LOG-FP32@1.toml" in out
+
+
+def test_evidence_is_verified_when_it_is_read(tmp_path):
+    from numstd.integrity import evidence_path
+
+    d = _user_dir(tmp_path)
+    std = registry.get_standard("NS-EXP-FP32@1", root=d)
+    ev = d / "evidence" / "NS-EXP-FP32@1.evidence.parquet"
+    raw = bytearray(ev.read_bytes())
+    raw[100] ^= 0x10
+    ev.write_bytes(bytes(raw))
+    with pytest.raises(DataIntegrityError, match="NS-EXP-FP32@1.evidence.parquet"):
+        evidence_path(std)
+    raw[100] ^= 0x10
+    ev.write_bytes(bytes(raw))
+    assert evidence_path(std) == ev
+    shipped = evidence_path(numstd.get_standard("NS-EXP-FP32@1"))
+    assert hashlib.sha256(shipped.read_bytes()).hexdigest() == numstd.get_standard("NS-EXP-FP32@1").provenance["evidence_sha256"]
+
+
+# --- publish ---------------------------------------------------------------------------------------
+
+
+def _draft(tmp_path: Path, *, op: str = "exp", evidence: str = "NS-EXP-FP32@2.evidence.parquet") -> Path:
+    """A draft NS-EXP-FP32@2 (the @1 file with a new version) and its evidence, as calibrate writes them."""
+    cal = tmp_path / "cal"
+    cal.mkdir()
+    ev = b"PAR1 not really parquet, but bytes with a sha256"
+    (cal / evidence).write_bytes(ev)
+    text = (SHIPPED / EXP1).read_text()
+    text = (text.replace("version = 1", 'version = 2\nsupersedes = "NS-EXP-FP32@1"', 1)
+            .replace('status = "active"', 'status = "draft"').replace('op = "exp"', f'op = "{op}"')
+            .replace("NS-EXP-FP32@1.evidence.parquet", evidence)
+            .replace("37d00cce1a714f1c5a464d03d3ddfba2cc0aef9decfc328fc22f0245c1147f3a", hashlib.sha256(ev).hexdigest()))
+    p = cal / "NS-EXP-FP32@2.toml"
+    p.write_text(text)
+    return p
+
+
+def _snapshot(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_publish_into_a_user_directory_lands_there_and_is_usable(tmp_path, monkeypatch):
+    from numstd.publish import publish
+
+    d = _user_dir(tmp_path)
+    dest = publish(_draft(tmp_path), standards_dir=d)
+    assert dest == d / "exp" / "NS-EXP-FP32@2.toml" and (d / "evidence" / "NS-EXP-FP32@2.evidence.parquet").is_file()
+    assert "exp/NS-EXP-FP32@2.toml" in registry.read_lock((d / "LOCK").read_text())
+    std = registry.get_standard("NS-EXP-FP32@2", root=d)
+    assert std.status == "active" and std.supersedes == "NS-EXP-FP32@1"
+
+
+def test_publish_refuses_an_id_that_does_not_name_its_op_and_writes_nothing(tmp_path):
+    from numstd.publish import publish
+
+    d = _user_dir(tmp_path)
+    before = _snapshot(d)
+    with pytest.raises(SchemaError, match="does not name its op 'log'"):
+        publish(_draft(tmp_path, op="log"), standards_dir=d)
+    assert _snapshot(d) == before
+
+
+def test_publish_refuses_an_existing_evidence_name_and_writes_nothing(tmp_path):
+    from numstd.publish import publish
+
+    d = _user_dir(tmp_path)
+    draft = _draft(tmp_path, evidence="NS-EXP-FP32@1.evidence.parquet")  # @1's evidence name
+    before = _snapshot(d)
+    with pytest.raises(DataIntegrityError, match="evidence files are never replaced"):
+        publish(draft, standards_dir=d)
+    assert _snapshot(d) == before
+
+
+def test_publish_failing_midway_leaves_nothing_half_published(tmp_path, monkeypatch):
+    import os
+
+    from numstd import publish as pub
+
+    d = _user_dir(tmp_path)
+    before = _snapshot(d)
+    real, calls = os.replace, []
+
+    def flaky(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:  # the evidence landed, the standard's rename fails
+            raise OSError("disk full")
+        return real(src, dst)
+
+    monkeypatch.setattr(pub.os, "replace", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        pub.publish(_draft(tmp_path), standards_dir=d)
+    assert _snapshot(d) == before  # the evidence was removed again, LOCK untouched, no temporary left
+
+
+def test_publish_never_writes_into_an_installed_package(tmp_path, monkeypatch):
+    from numstd import publish as pub
+
+    monkeypatch.delenv(registry.STANDARDS_PATH_ENV, raising=False)
+    monkeypatch.setattr(pub, "_source_checkout", lambda: None)
+    with pytest.raises(NumstdError, match="--standards-dir"):
+        pub.publish(_draft(tmp_path))
