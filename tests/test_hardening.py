@@ -338,3 +338,55 @@ def test_publish_never_writes_into_an_installed_package(tmp_path, monkeypatch):
     monkeypatch.setattr(pub, "_source_checkout", lambda: None)
     with pytest.raises(NumstdError, match="--standards-dir"):
         pub.publish(_draft(tmp_path))
+
+
+# --- attention @2 ----------------------------------------------------------------------------------
+
+
+def _attention_exact(q, k, v, scale):
+    s = np.einsum("...le,...se->...ls", q.astype(np.float64), k.astype(np.float64)) * scale
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("...ls,...se->...le", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+
+
+def test_attention_at_2_fails_garbage_for_huge_scores_that_at_1_passed():
+    q = np.array([[[1e30, 1]]], ml_dtypes.bfloat16)
+    k = np.array([[[0, 1]]], ml_dtypes.bfloat16)
+    v = np.array([[[.5, .25]]], ml_dtypes.bfloat16)
+    garbage = np.array([[[3e38, -3e38]]], ml_dtypes.bfloat16)
+    v2 = numstd.check(garbage, op="attention", inputs=[q, k, v])
+    assert v2.standard_id == "NS-ATTENTION-BF16@2" and not v2.passed
+    assert not v2.criterion("hull").passed and not v2.criterion("bound").passed
+    assert numstd.check(v, op="attention", inputs=[q, k, v]).passed  # one key: out = v exactly
+    assert numstd.get_standard("NS-ATTENTION-BF16@1").status == "active"  # @1 stays resolvable
+
+
+def test_attention_at_2_bound_is_finite_and_fails_a_constant_output_on_wide_rows():
+    rng = np.random.default_rng(3)
+    shape = (1, 2, 16, 8)
+    q = (rng.standard_normal(shape) * 2.0 ** rng.integers(-40, 41, shape)).astype(np.float32)  # the "wide" rows
+    k = (rng.standard_normal(shape) * 2.0 ** rng.integers(-40, 41, shape)).astype(np.float32)
+    v = rng.uniform(-2, 2, shape).astype(np.float32)
+    scale = 1 / np.sqrt(8)
+    good = _attention_exact(q, k, v, scale).astype(np.float32)
+    assert numstd.check(good, op="attention", inputs=[q, k, v]).passed
+    bad = np.full(shape, 1e6, np.float32)
+    old = numstd.check(bad, op="attention", inputs=[q, k, v], standard="NS-ATTENTION-FP32@1")
+    new = numstd.check(bad, op="attention", inputs=[q, k, v])
+    assert new.standard_id == "NS-ATTENTION-FP32@2" and not new.passed
+    assert not new.criterion("hull").passed and not new.criterion("bound").passed
+    assert "hull" not in [c.name for c in old.criteria]  # @1 has no hull criterion (its meaning is unchanged)
+    from numstd.reference import reference
+
+    r = reference("attention", [q, k, v])
+    assert np.all(np.isfinite(r.error_bound)) and np.all(r.error_bound <= 2 * (1 + 2**-40) * 2 + 1e-6)
+
+
+def test_attention_hull_criterion_passes_legitimate_rounding_at_the_hull_edge():
+    # every row of v equal: the output is that row exactly, and fp32 rounding of P still sums near 1
+    q = np.random.default_rng(0).standard_normal((1, 4, 64, 16)).astype(np.float32)
+    v = np.broadcast_to(np.linspace(-3, 3, 16, dtype=np.float32), (1, 4, 64, 16)).copy()
+    s = np.einsum("...le,...se->...ls", q, q) / np.float32(4)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    out = (p / p.sum(-1, keepdims=True)) @ v  # a float32 kernel: weights that sum to 1 within rounding
+    assert numstd.check(out.astype(np.float32), op="attention", inputs=[q, q, v]).passed
