@@ -390,3 +390,37 @@ def test_attention_hull_criterion_passes_legitimate_rounding_at_the_hull_edge():
     p = np.exp(s - s.max(-1, keepdims=True))
     out = (p / p.sum(-1, keepdims=True)) @ v  # a float32 kernel: weights that sum to 1 within rounding
     assert numstd.check(out.astype(np.float32), op="attention", inputs=[q, q, v]).passed
+
+
+# --- reductions in bounded memory ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block", [16, 64, 1 << 18])
+@pytest.mark.parametrize("shape, axis", [((3, 1000), 1), ((1000,), None), ((40, 7, 30), (0, 2)), ((500, 3), 0)])
+def test_blocked_sum_reference_is_within_its_bound_of_the_exact_sum(monkeypatch, block, shape, axis):
+    import math
+    from fractions import Fraction
+
+    from numstd.reference import reduction, reference
+
+    monkeypatch.setattr(reduction, "SUM_BLOCK", block)
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-30, 30, shape)).astype(np.float32)
+    x.reshape(-1)[::7] *= -1e6  # cancellation
+    r = reference("sum", [x], axis=axis)
+    moved = np.moveaxis(x.astype(np.float64), [axis] if isinstance(axis, int) else list(axis or range(x.ndim)),
+                        list(range(-1, -1 - (1 if isinstance(axis, int) else len(axis or range(x.ndim))), -1)))
+    kept = moved.reshape(int(np.prod(r.values.shape)), -1)
+    for i, row in enumerate(kept):
+        exact = sum(Fraction(float(v)) for v in row)  # exact (hand-checkable) truth
+        err = abs(Fraction(float(r.values.reshape(-1)[i])) - exact)
+        assert err <= Fraction(float(r.error_bound.reshape(-1)[i])), (i, float(err))
+        assert math.isclose(float(exact), math.fsum(row), rel_tol=0, abs_tol=0)
+
+
+def test_sum_verdict_is_the_same_for_every_chunk_size_and_block():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 3000)).astype(np.float32)
+    out = np.sum(x, axis=1, dtype=np.float32)
+    verdicts = {numstd.check(out, op="sum", inputs=[x], axis=1, chunk_size=c).to_json() for c in (1, 3, 1 << 16)}
+    assert len(verdicts) == 1 and numstd.check(out, op="sum", inputs=[x], axis=1).passed
