@@ -3,7 +3,8 @@
 The chain of trust: ``standards/LOCK`` records the sha256 of every published standard file; each
 standard's ``[provenance] evidence_sha256`` (inside those locked bytes) records its evidence
 Parquet; ``reference_data/tables/manifest.json`` records the exhaustive tables;
-``reference_data/golden/manifest.json`` the golden verdicts.  :func:`verify` walks every manifest
+``reference_data/golden/manifest.json`` the golden verdicts (and any other
+``reference_data/<dir>/manifest.json``: captures, emulator truth data).  :func:`verify` walks every manifest
 that exists and returns one :class:`Mismatch` per file whose bytes differ (or that is missing);
 ``python -m numstd verify`` prints them by path and exits 1 on any.  At run time
 :func:`evidence_path` checks a standard's evidence lazily, once per process, when it is read.
@@ -125,7 +126,7 @@ def verify(standards_dirs: Any = None) -> list[Mismatch]:
 
     data = _package_dir("numstd.reference_data")
     out = list(_standards(_package_dir("numstd.standards"), data / "evidence", "standards", "reference_data/evidence"))
-    for sub in ("tables", "golden"):
+    for sub in sorted(p.name for p in data.iterdir() if (p / "manifest.json").is_file()):  # tables, golden, any other
         out += _manifest_json(data / sub, f"reference_data/{sub}")
     for d in (user_standards_dirs() if standards_dirs is None else [Path(p) for p in standards_dirs]):
         out += _standards(Path(d), Path(d) / "evidence", str(d), str(Path(d) / "evidence"))
