@@ -27,7 +27,6 @@ from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from .distribution import UlpDistribution
 from .errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
 from .native import pool
-from .reference.loss import BATCH_KEY
 from .verdict import CriterionResult, Verdict
 
 __all__ = ["check", "assert_conforms", "selector_params"]
@@ -124,6 +123,8 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     background = judge.native and spec.kind not in ("contraction", "attention")
 
     # (chunk-independent terms: cross_entropy's N is the whole batch's rows, not the chunk's)
+    from .reference.loss import BATCH_KEY
+
     ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
 
     def prepare(ch: Any) -> tuple:
