@@ -75,7 +75,7 @@ def calls():  # noqa: ANN201
                 continue  # (the standard's own output format: not a bad output)
             out["bad outputs"].append((f"{op}:{name}", chk(a)))
         big = np.repeat(good[..., None], 2, axis=-1)
-        for name, a in (("C", good), ("F", np.asfortranarray(good)), ("strided", big[..., 0]),
+        for name, a in (("C", good), ("F", np.asfortranarray(good) if good.ndim else good), ("strided", big[..., 0]),
                         ("negative strides", np.flip(np.array(np.flip(good), order="C")) if good.ndim else good),
                         ("read-only", np.frombuffer(good.tobytes(), good.dtype).reshape(good.shape))):
             out["layouts"].append((f"{op}:{name}", chk(a)))
