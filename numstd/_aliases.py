@@ -33,6 +33,7 @@ MOVED: Mapping[str, str] = types.MappingProxyType({
     "numstd.registry": "numstd.catalog.registry",
     "numstd.templates": "numstd.catalog.templates",
     "numstd.suites": "numstd.catalog.suites",
+    "numstd.integrity": "numstd.catalog.integrity",
     "numstd.check": "numstd.judge.check",
     "numstd.chunks": "numstd.judge.chunks",
     "numstd.criteria": "numstd.judge.criteria",

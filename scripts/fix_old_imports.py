@@ -1,5 +1,8 @@
 """Rewrite numstd's own imports of the module paths before the layers to the moved modules.
 
+Also an import written relative to ``numstd/`` in a module that has since moved into a layer
+package (``from .registry import x`` in ``numstd/judge/check.py``) is resolved from ``numstd/``.
+
     python scripts/fix_old_imports.py        # edits numstd/**.py in place, prints what it changed
 
 Old paths stay importable for users (numstd/_aliases.py); numstd itself imports the real modules,
@@ -40,6 +43,11 @@ def _relative(mod: str, is_pkg: bool, target: str) -> str:
     return "." * (len(pkg) - common + 1) + ".".join(t[common:])
 
 
+def _exists(module: str) -> bool:
+    p = ROOT.joinpath(*module.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
 def main() -> int:
     moved = _moved()
     changed = 0
@@ -57,9 +65,17 @@ def main() -> int:
                 target = ".".join(pkg[: len(pkg) - (node.level - 1)] + [node.module])
             else:
                 target = node.module
-            if target not in moved:
+            if target not in moved and node.level and not _exists(target):
+                # written before the module moved into its layer package: relative to numstd/ itself
+                flat = "numstd." + node.module
+                if not (flat in moved or _exists(flat)):
+                    print(f"{path.relative_to(ROOT)}:{node.lineno}: {target} does not exist")
+                    continue
+                target = flat
+            elif target not in moved:
                 continue
-            new = _relative(mod, is_pkg, moved[target]) if node.level else moved[target]
+            dest = moved.get(target, target)
+            new = _relative(mod, is_pkg, dest) if node.level else dest
             line = lines[node.lineno - 1]
             m = re.match(r"(\s*from\s+)([\w\.]+)(\s+import\b.*)", line)
             if m is None:

@@ -77,7 +77,7 @@ def test_schema_errors_name_the_file_and_field(tmp_path, old, new, fragment):
     assert text != GOOD
     root = _root(tmp_path, {"matmul/NS-MATMUL-TEST@1.toml": text})
     with pytest.raises(SchemaError) as ei:
-        registry.load_registry(root)
+        registry.get_standard("NS-MATMUL-TEST@1", root=root)
     assert fragment in str(ei.value)
     assert "NS-MATMUL-TEST@1.toml" in str(ei.value)
 
@@ -88,14 +88,14 @@ def test_editing_a_published_file_is_detected(tmp_path):
     (root / "matmul/NS-MATMUL-TEST@1.toml").write_text(GOOD.replace("lam = 1.0", "lam = 1.5"))
     registry._cache.clear()
     with pytest.raises(DataIntegrityError, match="immutable"):
-        registry.load_registry(root)
+        registry.get_standard("NS-MATMUL-TEST@1", root=root)
 
 
 def test_removing_a_published_file_is_detected(tmp_path):
     root = _root(tmp_path, {"matmul/NS-MATMUL-TEST@1.toml": GOOD})
     (root / "matmul/NS-MATMUL-TEST@1.toml").unlink()
     with pytest.raises(DataIntegrityError, match="resolvable"):
-        registry.load_registry(root)
+        registry.get_standard("NS-MATMUL-TEST@1", root=root)
 
 
 def test_shipped_standards_match_lock_and_a_tampered_copy_fails(tmp_path):
@@ -114,8 +114,12 @@ def test_shipped_standards_match_lock_and_a_tampered_copy_fails(tmp_path):
     victim = dst / published[0].path.split("standards/", 1)[1]
     victim.write_text(victim.read_text().replace("title = ", "title = \"edited\"\n#", 1))
     registry._cache.clear()
-    with pytest.raises(DataIntegrityError):
-        registry.load_registry(dst)
+    with pytest.raises(DataIntegrityError, match=published[0].key):
+        registry.get_standard(published[0].key, root=dst)
+    with pytest.raises(DataIntegrityError, match=published[0].key):
+        registry.find_standard(published[0].op, root=dst)
+    others = [s for s in stds if s.op != published[0].op]  # every other standard stays usable
+    assert [registry.get_standard(s.key, root=dst).sha256 for s in others] == [s.sha256 for s in others]
     registry._cache.clear()
 
 

@@ -15,7 +15,11 @@
 Fraction = extra bytes / ``x.nbytes`` (the op's input; the kernel's output, as large again, is not
 counted in the denominator).  Target ≤ 0.25 (``check`` works in chunks).  Prints one JSON line.
 
-    python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24]
+Reductions: ``--op sum`` / ``mean`` reduce all of ``x`` (output: numpy's float32 result, 0-d);
+``--op softmax`` / ``log_softmax`` take rows of ``2^--log2row`` elements (default 2^20) along the
+last axis.
+
+    python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24] [--log2row 20]
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--op", default="exp")
     p.add_argument("--log2n", type=int, default=24)
+    p.add_argument("--log2row", type=int, default=20, help="softmax rows: 2^N elements each")
     args = p.parse_args()
 
     import numpy as np
@@ -70,10 +75,22 @@ def main() -> int:
     x = rng.standard_normal(1 << args.log2n, dtype=np.float32)
     if args.op in ("log", "sqrt", "rsqrt"):
         x = np.abs(x) + np.float32(1e-3)
-    out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()
+    params: dict = {}
+    if args.op in ("sum", "mean"):
+        out = np.asarray(getattr(np, args.op)(x, dtype=np.float32))
+    elif args.op in ("softmax", "log_softmax"):
+        x = x.reshape(-1, 1 << args.log2row)
+        x64 = x.astype(np.float64)
+        e = np.exp(x64 - x64.max(-1, keepdims=True))
+        y = e / e.sum(-1, keepdims=True)
+        out = (y if args.op == "softmax" else np.log(y)).astype(np.float32)
+        del x64, e, y
+        params = {"axis": -1}
+    else:
+        out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()
 
     def run() -> bool:
-        return numstd.check(out, op=args.op, inputs=[x]).passed
+        return numstd.check(out, op=args.op, inputs=[x], **params).passed
 
     from numstd.native import compiled
 
@@ -93,7 +110,7 @@ def main() -> int:
     rss = _rss_extra(run)
     frac = traced / x.nbytes
     emit({
-        "benchmark": "memory", "op": args.op, "elements": int(x.size), "input_bytes": int(x.nbytes),
+        "benchmark": "memory", "op": args.op, "shape": list(x.shape), "elements": int(x.size), "input_bytes": int(x.nbytes),
         "chunk_elements": DEFAULT_CHUNK, "passed": passed, "tracemalloc_peak_bytes": int(traced - pool_peak),
         "pool_peak_bytes": int(pool_peak),
         "fraction": round(frac, 4), "rss_peak_extra_bytes": rss,

@@ -435,7 +435,7 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
                             f"limit; the bound would have to shrink {1 / max(strongest, 1e-300):.3g}×)")
     ok = not problems
     table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau)
-    from .emulate.variants import hardware_provenance  # the tensor-core architectures behind the evidence
+    from ..emulate.variants import hardware_provenance  # the tensor-core architectures behind the evidence
 
     hardware = hardware_provenance(sorted({r.variant for r in rows if r.legit}))
     if hardware:
@@ -515,7 +515,7 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
 
 
 def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
-    from ..judge.criteria import Judge, evaluate, judge_chunk
+    from ..judge.criteria import Judge, evaluate, hull_violations, judge_chunk
 
     judge = Judge(std.output, p.shape, std.criteria.signed_zero)
     if actual.shape != p.shape:
@@ -526,6 +526,7 @@ def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
         res = JudgeResult(UlpDistribution(), 0, 0, 0, 0, math.inf, 0, 0, 0)
         return res, [CriterionResult("shape", False, 1, 0, "shape"), CriterionResult("bias", True, 0, math.inf, "")]
     judge_chunk(judge, std, p.env, p.ref, actual, tuple(slice(None) for _ in p.shape))
+    judge.add_hull(hull_violations(std, p.ref, actual))
     res = judge.result()
     return res, evaluate(std, res, std.output.name)
 

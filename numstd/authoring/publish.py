@@ -1,88 +1,187 @@
 """``python -m numstd publish DRAFT.toml``: make a reviewed draft a published, immutable standard.
 
-Steps: validate the draft; refuse if ``standards/<op>/<ID>@<N>.toml`` exists (published files are
-never edited) or if the draft's evidence file is missing or its sha256 differs from provenance;
-set ``status = "active"``; write the file; copy the evidence to ``reference_data/evidence/``; add
-the file's sha256 to ``standards/LOCK``; regenerate ``docs/standards/``.
+Where: a repository (``--root``: ``<root>/standards``, evidence in ``<root>/reference_data/evidence``,
+docs in ``<root>/docs/standards``; the default when numstd runs from its source checkout), or a
+directory of the user's own standards (``--standards-dir DIR`` / ``NUMSTD_STANDARDS_PATH``: ``DIR/<op>/``,
+``DIR/LOCK``, evidence in ``DIR/evidence``).  publish never writes into an installed package.
+
+Validation, before anything is written: the draft parses; its ID names its op (``NS-<OP>-…``, the
+op without underscores: ``NS-CROSSENTROPY-FP32`` for cross_entropy) and lands in ``<op>/``; no
+standard ``ID@N`` exists in the target or any loaded directory; ``supersedes`` names an existing
+standard; the evidence file exists, matches the draft's ``evidence_sha256`` and its name is not
+taken in the evidence directory (an ``@2`` never overwrites ``@1``'s evidence); and the published
+file (status ``active``) loads against the new LOCK.
+
+Atomic: the evidence, the standard and the new LOCK are written to temporary files beside their
+destinations, then renamed into place, the LOCK last (the commit point).  If any step fails, the
+files already renamed are removed again and the old LOCK stays: every write lands, or none does.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
+import os
+import tempfile
 from pathlib import Path
 
 from ..core.errors import DataIntegrityError, NumstdError, SchemaError
 
-__all__ = ["publish", "configure", "run"]
+__all__ = ["publish", "configure", "run", "id_matches_op"]
 
 
 def _repo_root() -> Path:
+    """The package directory whose ``standards``/``reference_data`` are numstd's data (a source checkout
+    links them to the repository's)."""
     from importlib import resources
 
     return Path(str(resources.files("numstd.standards"))).parent
 
 
-def publish(draft: str | Path, *, root: str | Path | None = None, docs: bool = True) -> Path:
-    """Publish ``draft`` into ``root`` (default: the repository holding numstd's standards/).
+def _source_checkout() -> Path | None:
+    """The repository numstd runs from, when it is a source checkout (``pyproject.toml`` beside the package)."""
+    from importlib import resources
+
+    repo = Path(str(resources.files("numstd"))).resolve().parent
+    return repo if (repo / "pyproject.toml").is_file() and (repo / "standards").is_dir() else None
+
+
+def id_matches_op(std_id: str, op: str) -> bool:
+    """Whether a standard ID names its op: ``NS-<OP>`` or ``NS-<OP>-…`` with the op upper-cased, no ``_``."""
+    token = "NS-" + op.replace("_", "").upper()
+    return std_id == token or std_id.startswith(token + "-")
+
+
+def _target(root: str | Path | None, standards_dir: str | Path | None) -> tuple[Path, Path, Path | None]:
+    """(standards directory, evidence directory, docs directory or None) to publish into."""
+    if root is not None and standards_dir is not None:
+        raise NumstdError("publish: pass --root (a repository) or --standards-dir (your standards), not both")
+    if standards_dir is None and root is None:
+        from ..catalog.registry import user_standards_dirs
+
+        dirs = user_standards_dirs()
+        if dirs:
+            standards_dir = dirs[0]
+        else:
+            root = _source_checkout()
+            if root is None:
+                raise NumstdError(
+                    "publish: numstd is installed as a package and publish never writes into it; pass "
+                    "--standards-dir DIR (a directory of your own standards, created if needed) or --root REPO")
+    if standards_dir is not None:
+        d = Path(standards_dir)
+        return d, d / "evidence", None
+    r = Path(root)
+    return r / "standards", r / "reference_data" / "evidence", r / "docs" / "standards"
+
+
+def publish(draft: str | Path, *, root: str | Path | None = None, docs: bool = True,
+            standards_dir: str | Path | None = None) -> Path:
+    """Publish ``draft`` into a repository ``root`` or a user's ``standards_dir`` (module docstring).
 
     Returns the path of the published file.
+
+    Raises
+    ------
+    SchemaError, DataIntegrityError, NumstdError
+        Naming what is wrong; nothing was written.
     """
-    from ..catalog.registry import load_standard, read_lock
+    from ..catalog import registry
+    from ..catalog.registry import load_registry, load_standard, read_lock
 
     draft = Path(draft)
-    root = Path(root) if root is not None else _repo_root()
+    std_dir, ev_dir, docs_dir = _target(root, standards_dir)
     data = draft.read_bytes()
     std = load_standard(data, str(draft))
     if std.status != "draft":
         raise SchemaError(f"{draft}: status is {std.status!r}; only drafts are published")
+    if not id_matches_op(std.id, std.op):
+        raise SchemaError(f"{draft}: id {std.id} does not name its op {std.op!r}; a standard for {std.op} is "
+                          f"called NS-{std.op.replace('_', '').upper()}-…")
     text = data.decode("utf-8")
     if 'status = "draft"' not in text:
         raise SchemaError(f"{draft}: expected a line status = \"draft\"")
     text = text.replace('status = "draft"', 'status = "active"', 1)
     rel = f"{std.op}/{std.id}@{std.version}.toml"
-    dest = root / "standards" / rel
+    dest = std_dir / rel
     if dest.exists():
         raise DataIntegrityError(f"{dest} exists: published standards are immutable; calibrate the next version")
+    registry._cache.clear()
+    known = {}
+    for reg in (load_registry(), load_registry(std_dir) if std_dir.is_dir() else None):
+        if reg is not None:
+            known.update(reg.by_key)
+    if std.key in known:
+        raise DataIntegrityError(f"{std.key} is already published ({known[std.key].path}); calibrate the next version")
+    if std.supersedes and std.supersedes not in known:
+        raise SchemaError(f"{draft}: supersedes {std.supersedes}, which is not a loaded standard")
     ev_name = Path(std.provenance.get("evidence", "")).name
     ev_src = draft.parent / ev_name
+    ev_bytes = b""
     if ev_name:
         if not ev_src.is_file():
             raise NumstdError(f"evidence {ev_src} is missing; publish the draft from its calibration directory")
+        ev_bytes = ev_src.read_bytes()
         want = std.provenance.get("evidence_sha256")
-        if want and hashlib.sha256(ev_src.read_bytes()).hexdigest() != want:
+        if want and hashlib.sha256(ev_bytes).hexdigest() != want:
             raise DataIntegrityError(f"{ev_src}: sha256 differs from the draft's provenance; recalibrate")
-    load_standard(text.encode(), str(dest))  # still valid as published
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(text, encoding="utf-8")
-    if ev_name:
-        ev_dir = root / "reference_data" / "evidence"
-        ev_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ev_src, ev_dir / ev_name)
-    lock_path = root / "standards" / "LOCK"
+        if (ev_dir / ev_name).exists():
+            raise DataIntegrityError(f"{ev_dir / ev_name} exists: evidence files are never replaced; name the "
+                                     f"draft's evidence after its own version ({std.key}.evidence.parquet)")
+    lock_path = std_dir / "LOCK"
     lock = read_lock(lock_path.read_text(encoding="utf-8")) if lock_path.exists() else {}
-    lock[rel] = hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    lock[rel] = digest
     lines = ["# sha256 of every published standard file; a published file never changes (see registry.py)"]
     lines += [f"{h}  {p}" for p, h in sorted(lock.items())]
-    lock_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    from ..catalog import registry
+    registry._load_file(text.encode(), rel, str(dest), lock)  # still valid as published, against the new LOCK
 
+    writes = ([(ev_dir / ev_name, ev_bytes)] if ev_name else []) + [(dest, text.encode()),
+                                                                     (lock_path, ("\n".join(lines) + "\n").encode())]
+    _write_all(writes)
     registry._cache.clear()
-    if docs:
+    if docs and docs_dir is not None:
         from .docs import generate
 
-        generate(root / "docs" / "standards", standards_root=root / "standards")
+        generate(docs_dir, standards_root=std_dir)
     return dest
+
+
+def _write_all(writes: list[tuple[Path, bytes]]) -> None:
+    """Write every (path, bytes) or none: temporary files first, then renames; the last write (the
+    LOCK) replaces its file, the others are new files, removed again if a later step fails."""
+    temps: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    try:
+        for path, data in writes:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            temps.append((Path(tmp), path))
+        for tmp, path in temps:
+            os.replace(tmp, path)
+            placed.append(path)
+    except BaseException:  # (the LOCK is renamed last: when anything failed it was not, so placed files are new)
+        for path in placed:
+            path.unlink(missing_ok=True)
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("drafts", nargs="+", help="draft standard files written by calibrate")
-    p.add_argument("--root", help="repository root (default: where numstd's standards/ lives)")
+    p.add_argument("--root", help="repository root (default: numstd's source checkout)")
+    p.add_argument("--into", dest="into", metavar="DIR",
+                   help="publish into this directory of your own standards (default: the first --standards-dir "
+                        "or NUMSTD_STANDARDS_PATH entry)")
 
 
 def run(args: argparse.Namespace) -> int:
     for d in args.drafts:
-        path = publish(d, root=args.root, docs=d == args.drafts[-1])
+        path = publish(d, root=args.root, standards_dir=args.into, docs=d == args.drafts[-1])
         print(f"published {path}")
     return 0

@@ -40,6 +40,8 @@ __all__ = [
     "read_lock",
     "file_sha256",
     "standards_root",
+    "user_standards_dirs",
+    "STANDARDS_PATH_ENV",
     "STATUSES",
 ]
 
@@ -55,6 +57,7 @@ _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
+    "convex_hull": bool,
 }
 #: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
 BIAS_MODES = ("paired", "one_sided")
@@ -81,6 +84,7 @@ class Criteria:
     nan_policy: str = "match"
     signed_zero: bool = False
     bias_mode: str = "paired"
+    convex_hull: bool = False  # attention: every output in the convex hull of v's rows (criteria.hull_violations)
 
 
 @dataclass(frozen=True)
@@ -159,8 +163,12 @@ def load_standard(data: bytes, path: str) -> Standard:
     """Parse and validate one standard file's bytes.  ``path`` is used in messages."""
     where = path
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{where}: not UTF-8 text ({exc}); a standard file is UTF-8 TOML") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise SchemaError(f"{where}: not valid TOML: {exc}") from None
     _check_types(doc, _TOP_KEYS, where)
     for key in _REQUIRED:
@@ -224,6 +232,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         nan_policy=crit_t.get("nan_policy", "match"),
         signed_zero=bool(crit_t.get("signed_zero", False)),
         bias_mode=crit_t.get("bias_mode", "paired"),
+        convex_hull=bool(crit_t.get("convex_hull", False)),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")
@@ -277,26 +286,73 @@ def read_lock(text: str, where: str = "standards/LOCK") -> dict[str, str]:
 
 
 class _Registry:
-    def __init__(self, standards: Sequence[Standard]) -> None:
+    def __init__(self, standards: Sequence[Standard], broken: Mapping[str, Exception] | None = None) -> None:
         self.standards = tuple(sorted(standards, key=lambda s: (s.op, s.id, s.version)))
         self.by_key = {s.key: s for s in self.standards}
+        #: ``op/ID@N.toml`` -> the error that file raises (integrity or schema); the rest stays usable
+        self.broken = dict(sorted((broken or {}).items()))
+
+    def broken_error(self, key: str | None = None, op: str | None = None) -> Exception | None:
+        """The error of a broken file for ``ID@N`` / ``ID`` (any version) or for any file of ``op``."""
+        for rel, exc in self.broken.items():
+            folder, stem = rel.split("/", 1)[0], rel.rsplit("/", 1)[-1].removesuffix(".toml").upper()
+            if (key is not None and (stem == key or stem.split("@")[0] == key)) or (op is not None and folder == op):
+                return exc
+        return None
 
 
 _lock = threading.Lock()
 _cache: dict[str, _Registry] = {}
 
+#: environment variable: directories of users' own standards (``os.pathsep``-separated), each with
+#: its own ``LOCK``, loaded beside the shipped ones (``--standards-dir`` of the CLI sets it)
+STANDARDS_PATH_ENV = "NUMSTD_STANDARDS_PATH"
+
+
+def user_standards_dirs() -> list[Path]:
+    """The directories named by ``NUMSTD_STANDARDS_PATH`` (users' own standards), in order."""
+    import os
+
+    return [Path(d) for d in os.environ.get(STANDARDS_PATH_ENV, "").split(os.pathsep) if d.strip()]
+
 
 def load_registry(root: Any = None) -> _Registry:
-    """Load (once per process, thread-safe) and verify every standard under ``root``."""
-    key = str(root) if root is not None else ""
+    """Load (once per process, thread-safe) and verify every standard under ``root``.
+
+    ``root`` None: the shipped standards plus every directory of ``NUMSTD_STANDARDS_PATH``.  A file
+    that fails its checks — bytes differing from its LOCK entry (whatever its status), published but
+    not in LOCK, listed in LOCK but gone, not UTF-8, not valid schema — does not stop the others:
+    it is recorded in ``broken`` and raises its :class:`~numstd.errors.DataIntegrityError` (or
+    :class:`~numstd.errors.SchemaError`), naming the file, where it is asked for (:func:`get_standard`
+    of its ID, :func:`find_standard` of its op).
+    """
+    dirs = [standards_root(), *user_standards_dirs()] if root is None else [Path(root)]
+    key = "\0".join(map(str, dirs))
     with _lock:
         if key in _cache:
             return _cache[key]
-    base = standards_root() if root is None else Path(root)
-    lock_file = base / "LOCK"
-    lock = read_lock(lock_file.read_text(encoding="utf-8")) if lock_file.is_file() else {}
     found: list[Standard] = []
+    broken: dict[str, Exception] = {}
     seen: dict[str, str] = {}
+    for base in dirs:
+        _load_dir(base, found, broken, seen)
+    reg = _Registry(found, broken)
+    with _lock:
+        _cache[key] = reg
+    return reg
+
+
+def _label(base: Any, rel: str) -> str:
+    """How a file is named in messages: ``standards/<rel>`` for the shipped ones, else its path."""
+    return f"standards/{rel}" if str(base) == str(standards_root()) else str(Path(str(base)) / rel)
+
+
+def _load_dir(base: Any, found: list, broken: dict, seen: dict) -> None:
+    lock_file = base / "LOCK"
+    lock = read_lock(lock_file.read_text(encoding="utf-8"), _label(base, "LOCK")) if lock_file.is_file() else {}
+    listed: set[str] = set()
+    if not base.is_dir():
+        raise SchemaError(f"standards directory {base} does not exist; create it or fix {STANDARDS_PATH_ENV}")
     for op_dir in sorted(base.iterdir(), key=lambda p: p.name):
         if not op_dir.is_dir() or op_dir.name.startswith(("_", ".")):
             continue
@@ -304,35 +360,41 @@ def load_registry(root: Any = None) -> _Registry:
             if not f.name.endswith(".toml"):
                 continue
             rel = f"{op_dir.name}/{f.name}"
-            std = load_standard(f.read_bytes(), f"standards/{rel}")
-            if std.op != op_dir.name:
-                raise SchemaError(f"standards/{rel}: op {std.op!r} must live in standards/{std.op}/")
-            if std.status != "draft":
-                if rel not in lock:
-                    raise DataIntegrityError(
-                        f"standards/{rel} is published (status {std.status!r}) but not in standards/LOCK; "
-                        "publish it with `python -m numstd publish`"
-                    )
-                if lock[rel] != std.sha256:
-                    raise DataIntegrityError(
-                        f"standards/{rel} changed after publication (sha256 {std.sha256[:12]}… ≠ LOCK "
-                        f"{lock[rel][:12]}…). Published standards are immutable: restore the file and "
-                        "publish the change as a new version with `supersedes`."
-                    )
-            if std.key in seen:
-                raise SchemaError(f"standards/{rel}: {std.key} is also defined in {seen[std.key]}")
-            seen[std.key] = rel
+            listed.add(rel)
+            try:
+                std = _load_file(f.read_bytes(), rel, _label(base, rel), lock)
+                if std.key in seen:
+                    raise SchemaError(f"{_label(base, rel)}: {std.key} is also defined in {seen[std.key]}")
+            except (SchemaError, DataIntegrityError) as exc:
+                broken[rel] = exc
+                continue
+            seen[std.key] = _label(base, rel)
             found.append(std)
-    missing = set(lock) - set(seen.values())
-    if missing:
+    for rel in sorted(set(lock) - listed):
+        broken[rel] = DataIntegrityError(
+            f"{_label(base, 'LOCK')} lists {rel} but the file is gone: published standards must stay resolvable; "
+            "restore it")
+
+
+def _load_file(data: bytes, rel: str, label: str, lock: Mapping[str, str]) -> Standard:
+    """One standard file, checked against LOCK *before* it is parsed (a flipped byte is an integrity
+    error even where it breaks UTF-8 or TOML; a LOCK entry binds the file whatever its status)."""
+    digest = file_sha256(data)
+    if rel in lock and lock[rel] != digest:
         raise DataIntegrityError(
-            f"standards/LOCK lists {sorted(missing)} but the file(s) are gone: published standards "
-            "must stay resolvable; restore them"
+            f"{label} changed after publication (sha256 {digest[:12]}… ≠ LOCK {lock[rel][:12]}…). Published "
+            "standards are immutable: restore the file (`python -m numstd verify` lists every mismatch) and "
+            "publish the change as a new version with `supersedes`."
         )
-    reg = _Registry(found)
-    with _lock:
-        _cache[key] = reg
-    return reg
+    std = load_standard(data, label)
+    if std.op != rel.split("/", 1)[0]:
+        raise SchemaError(f"{label}: op {std.op!r} must live in {std.op}/ of its standards directory")
+    if std.status != "draft" and rel not in lock:
+        raise DataIntegrityError(
+            f"{label} is published (status {std.status!r}) but not in its LOCK; publish it with "
+            "`python -m numstd publish`"
+        )
+    return std
 
 
 def list_standards(op: str | None = None, *, status: str | Iterable[str] | None = None, root: Any = None) -> list[Standard]:
@@ -354,6 +416,9 @@ def get_standard(key: str, *, root: Any = None) -> Standard:
         return key
     reg = load_registry(root)
     key = str(key).strip()
+    bad = reg.broken_error(key=key.upper())
+    if bad is not None and key.upper() not in reg.by_key:
+        raise bad
     if "@" in key:
         if key.upper() in reg.by_key:
             return reg.by_key[key.upper()]
@@ -399,7 +464,11 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
     out_fmt = get_format(output) if output is not None else None
     acc_fmt = get_format(accumulate) if accumulate is not None else None
     selector = {k: v for k, v in selector.items() if v is not None}
-    candidates = _latest_published(load_registry(root).standards)
+    reg = load_registry(root)
+    bad = reg.broken_error(op=op)
+    if bad is not None:  # (a broken file of this op might be the one to choose)
+        raise type(bad)(f"cannot choose a standard for {op}: {bad}") from bad
+    candidates = _latest_published(reg.standards)
     same_op = [s for s in candidates if s.op == op]
 
     def matches(s: Standard) -> bool:

@@ -33,6 +33,7 @@ COMMANDS = {
     "grade": ("numstd.cli.grade", "grade a KernelBench-layout candidate against its problem"),
     "report": ("numstd.reporting.html", "write Markdown/HTML reports of saved verdicts"),
     "docs": ("numstd.authoring.docs", "regenerate docs/standards from the standard files"),
+    "verify": ("numstd.cli.app", "check every shipped file against its recorded sha256; exit 1 on any mismatch"),
 }
 
 
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="python -m numstd", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"numstd {__version__}")
+    p.add_argument("--standards-dir", action="append", default=[], metavar="DIR",
+                   help="a directory of your own standards (with its own LOCK), loaded beside the shipped "
+                        "ones; publish writes there (repeatable; also NUMSTD_STANDARDS_PATH)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_) in COMMANDS.items():
         if module != "numstd.cli.app" and importlib.util.find_spec(module) is None:
@@ -73,6 +77,23 @@ def _configure_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="op parameter, e.g. axis=-1 or approximate=tanh (JSON values)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+
+def _configure_verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="a JSON array of {path, manifest, problem}")
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from ..catalog.integrity import verify
+
+    bad = verify()
+    if args.json:
+        print(json.dumps([{"path": m.path, "manifest": m.manifest, "problem": m.problem} for m in bad], indent=1))
+    else:
+        for m in bad:
+            print(f"MISMATCH {m}")
+        print(f"{len(bad)} mismatch(es)" if bad else "every shipped file matches its recorded sha256")
+    return 1 if bad else 0
 
 
 def _run_list(args: argparse.Namespace) -> int:
@@ -149,6 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    if args.standards_dir:  # users' standards: read by the registry, written by publish
+        import os
+
+        from ..catalog.registry import STANDARDS_PATH_ENV
+
+        old = [d for d in os.environ.get(STANDARDS_PATH_ENV, "").split(os.pathsep) if d]
+        os.environ[STANDARDS_PATH_ENV] = os.pathsep.join([*args.standards_dir, *(d for d in old if d not in args.standards_dir)])
     try:
         if args._module == "numstd.cli.app":
             return globals()[f"_run_{args.command}"](args)

@@ -59,22 +59,17 @@ def to_numpy(x: Any, *, name: str = "array") -> np.ndarray:
     Raises
     ------
     DtypeError
-        For objects that are not arrays of numbers (strings, object arrays, complex numbers).
+        For objects that are not arrays of numbers (strings, object arrays, complex numbers) and
+        torch tensors without dense host values (meta, sparse, quantized, nested).
     """
     if is_torch(x):
-        t = x.detach()
-        if t.device.type != "cpu":
-            t = t.cpu()
-        key = str(t.dtype)
-        if key in _TORCH_VIEW:
-            import torch  # torch is loaded already: x is a torch tensor
-
-            int_name, np_dtype = _TORCH_VIEW[key]
-            arr = t.contiguous().view(getattr(torch, int_name)).numpy().view(np_dtype)
-        else:
-            arr = t.resolve_conj().resolve_neg().numpy() if t.dtype.is_complex else t.numpy()
+        arr = _torch_to_numpy(x, name)
     elif is_jax(x):
-        arr = np.asarray(x)
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:  # abstract tracers, deleted buffers, sharded arrays off host
+            raise DtypeError(f"{name}: cannot read this jax array on the host ({exc}); pass a concrete array "
+                             "(jax.device_get(x)), not a tracer") from None
     else:
         try:
             arr = np.asarray(x)
@@ -89,3 +84,36 @@ def to_numpy(x: Any, *, name: str = "array") -> np.ndarray:
             "pass real numbers (float64/32/16, bfloat16, float8)"
         )
     return arr
+
+
+def _torch_to_numpy(x: Any, name: str) -> np.ndarray:
+    """A torch tensor's values as numpy: dense, strided, real, on the host (else a DtypeError).
+
+    Tensors with no host data (``meta``), other layouts (sparse COO/CSR/…), quantized and nested
+    tensors are refused with the conversion that makes them usable; the lazy negative and
+    conjugate bits (``z.conj().imag``) are materialised first.
+    """
+    t = x.detach()
+    kind = ("a nested tensor" if getattr(t, "is_nested", False) else
+            "a quantized tensor" if getattr(t, "is_quantized", False) else
+            f"a {t.layout} tensor" if str(t.layout) != "torch.strided" else
+            "a tensor on the 'meta' device (it has no values)" if t.device.type == "meta" else None)
+    if kind is not None:
+        fix = {"a nested tensor": "pass each component (t.unbind()) or t.to_padded_tensor(0.0)",
+               "a quantized tensor": "pass t.dequantize() and the dequantized values the kernel saw"}.get(
+            kind, "pass a real tensor with values" if "meta" in kind else "pass t.to_dense()")
+        raise DtypeError(f"{name}: {kind} is not an array of numbers numstd can read; {fix}")
+    try:
+        if t.device.type != "cpu":
+            t = t.cpu()
+        t = t.resolve_conj().resolve_neg()
+        key = str(t.dtype)
+        if key in _TORCH_VIEW:
+            import torch  # torch is loaded already: x is a torch tensor
+
+            int_name, np_dtype = _TORCH_VIEW[key]
+            return t.contiguous().view(getattr(torch, int_name)).numpy().view(np_dtype)
+        return t.numpy()
+    except Exception as exc:  # dtypes numpy has no match for (uint16 in old torch, float8 variants…)
+        raise DtypeError(f"{name}: cannot read a torch tensor of dtype {t.dtype} as numbers ({exc}); "
+                         "pass t.float() or a numpy array") from None

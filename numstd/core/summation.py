@@ -190,8 +190,9 @@ def pairwise_sum(x: np.ndarray, axis: int = -1, lo: np.ndarray | None = None
     h = np.moveaxis(x, axis, -1)
     n = h.shape[-1]
     lead = h.shape[:-1]
-    l = None if lo is None else np.moveaxis(lo, axis, -1).reshape(-1, n)
-    h = h.reshape(-1, n)
+    rows = math.prod(lead)  # (not -1: an empty batch or axis has no inferable size)
+    l = None if lo is None else np.moveaxis(lo, axis, -1).reshape(rows, n)
+    h = h.reshape(rows, n)
     hi = np.zeros(h.shape[0])
     lo_out = np.zeros(h.shape[0])
     rows = max(1, _ROWS_CHUNK // max(n, 1))

@@ -6,13 +6,16 @@ output (:mod:`numstd.chunks`): float64 reference from the kernel's exact inputs
 (:mod:`numstd.criteria`) → criteria → :class:`~numstd.verdict.Verdict`.
 
 Bad *numbers* in the output never raise: NaN, ±inf, wrong values, a wrong shape or dtype, even an
-object that is not an array give a failing verdict.  A malformed *call* (unknown op, inputs of the
+object that is not an array give a failing verdict.  An output format is wrong only when no
+standard covers it for these inputs: the verdict's ``dtype`` criterion then lists the covered
+(inputs → output) combinations.  A malformed *call* (unknown op, inputs of the
 wrong shape or dtype, unknown parameters, no matching standard) raises a
 :class:`~numstd.errors.NumstdError` whose message says how to fix it.
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,9 +23,9 @@ import numpy as np
 from .._version import __version__
 from ..core.arrays import to_numpy
 from .chunks import default_chunk, plan, prefetch
-from .criteria import Judge, chunk_pieces, evaluate
+from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from ..core.distribution import UlpDistribution
-from ..core.errors import NonConformance, NumstdError, ParameterError
+from ..core.errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
 from ..core.native import pool
 from .verdict import CriterionResult, Verdict
 
@@ -53,7 +56,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         The exact inputs the kernel received (their formats select the standard).
     standard : str or Standard, optional
         ``"ID@N"`` (or ``"ID"`` for its latest version).  Default: the one standard covering
-        (op, input formats, output format, ``accumulate``, selector parameters).
+        (op, input formats, output format, ``accumulate``, selector parameters).  Inputs in other
+        formats than an explicit standard's are a :class:`~numstd.errors.DtypeError` (its bounds
+        were calibrated for its formats only), so the verdict's formats are always the real ones.
     accumulate : str
         Declared accumulation format (default float32).
     chunk_size : int, optional
@@ -78,7 +83,12 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         inputs = [inputs]
     selectors = {k: params.pop(k) for k in list(params) if k in selector_params(op)}
     spec, arrays, full = validate(op, list(inputs), dict(params))
+    op = spec.name  # (the catalog's spelling: "Exp" is exp)
     shape = tuple(output_shape(op, arrays, full))
+    chunk_size = _chunk_size(chunk_size)
+    _check_selectors(op, selectors)
+    n_req = len(spec.inputs) - spec.optional_inputs
+    in_fmts = [format_of(a).name for a in arrays[:n_req] if a is not None and a.dtype.kind in "fV"]
 
     # the output: anything goes; what is wrong with it is a failing verdict, never an exception
     act, act_fmt, act_problem = _as_output(actual)
@@ -86,15 +96,20 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         std = get_standard(standard)
         if std.op != op:
             raise ParameterError(f"standard {std.key} is for op {std.op!r}, not {op!r}; drop standard= or pick one for {op}")
+        _check_inputs_match(std, in_fmts)
     else:
-        n_req = len(spec.inputs) - spec.optional_inputs
-        in_fmts = [format_of(a) for a in arrays[:n_req] if a is not None and a.dtype.kind in "fV"]
-        std = find_standard(op, inputs=in_fmts, output=act_fmt, accumulate=accumulate, **selectors)
+        acc = _accumulate(accumulate)
+        std, covered = _choose(op, in_fmts, act_fmt if act_problem is None else None, acc, selectors)
+        if covered:  # no standard covers this output for these inputs: a failing dtype verdict
+            listing = "; ".join(f"inputs {s.formats['inputs']} → {s.output.name} ({s.key})" for s in covered)
+            what = act_problem or f"output format {act_fmt}"
+            return _early_fail(std, op, shape, act_fmt, dict(full, **selectors),
+                               f"{what}: no standard covers it for inputs {in_fmts}; covered: {listing}", "dtype")
     record = dict(full)
     record.update(selectors)
     if act_problem is not None or act.shape != shape:
         problem = act_problem or f"output shape {act.shape} is not the expected {shape}"
-        return _early_fail(std, op, shape, act_fmt, record, problem)
+        return _early_fail(std, op, shape, act_fmt, record, problem, "dtype" if act_problem else "shape")
 
     judge = Judge(std.output, shape, std.criteria.signed_zero)
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
@@ -107,20 +122,27 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     # chunks' temporaries reuse their memory (native.pool).
     background = judge.native and spec.kind not in ("contraction", "attention")
 
+    # (chunk-independent terms: cross_entropy's N is the whole batch's rows, not the chunk's)
+    from ..reference.loss import BATCH_KEY
+
+    ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
+
     def prepare(ch: Any) -> tuple:
-        ref = validated_reference(spec.name, ch.inputs, full, resolution=std.output, row_offset=ch.row_offset, cache=cache)
+        ref = validated_reference(spec.name, ch.inputs, ref_params, resolution=std.output, row_offset=ch.row_offset, cache=cache)
         return ch, ref, environment(ref, fmts)
 
-    def pieces_of(prepared: tuple) -> list:  # the model's terms: on the worker, or beside the judge
+    def pieces_of(prepared: tuple) -> tuple:  # the model's terms: on the worker, or beside the judge
         ch, ref, env = prepared
-        return chunk_pieces(std, env, ref, act[ch.out_index], ch.out_index)  # (the judge widens the output)
+        out = act[ch.out_index]
+        return chunk_pieces(std, env, ref, out, ch.out_index), hull_violations(std, ref, out)  # (the judge widens the output)
 
-    chunk = chunk_size or default_chunk(spec.kind)
+    chunk = min(chunk_size or default_chunk(spec.kind), max(1, int(np.prod(shape, dtype=object))))
     with pool(max_bytes=8 * 8 * chunk):
-        for pieces in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
-                               finish=pieces_of):
+        for pieces, hull in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
+                                     finish=pieces_of):
             for piece in pieces:
                 judge.add(**piece)
+            judge.add_hull(hull)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
     passed = all(c.passed for c in criteria)
@@ -130,6 +152,81 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         normalized_max=res.normalized_max, worst=tuple(res.worst), n_elements=res.n_elements,
         n_nonfinite=res.n_nonfinite, message=_message(std, passed, criteria, res), numstd_version=__version__,
     )
+
+
+#: chunk sizes above this are one chunk anyway (no output has 2^62 elements); keeps byte counts in range
+_MAX_CHUNK = 1 << 62
+
+
+def _chunk_size(value: Any) -> int | None:
+    """``chunk_size`` validated: None or an int ≥ 1 (clipped to :data:`_MAX_CHUNK`)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or int(value) < 1:
+        raise ParameterError(f"chunk_size must be a positive int (output elements per chunk) or None, got {value!r}; "
+                             "e.g. chunk_size=1 << 16")
+    return min(int(value), _MAX_CHUNK)
+
+
+def _accumulate(value: Any) -> Any:
+    """The declared accumulation format (a :class:`~numstd.formats.Format`), or a ParameterError naming it."""
+    from ..core.formats import get_format
+
+    if value is None:
+        return None
+    try:
+        return get_format(value)
+    except NumstdError as exc:
+        raise ParameterError(f"accumulate={value!r} is not a floating-point format: {exc}") from None
+
+
+def _check_selectors(op: str, selectors: dict) -> None:
+    """Selector parameters have the type their standards declare (``allow_tf32`` is True or False, not 1)."""
+    from ..catalog.registry import list_standards
+
+    for s in list_standards(op):
+        for k, want in s.selector.items():
+            got = selectors.get(k)
+            if got is not None and isinstance(want, bool) and not isinstance(got, (bool, np.bool_)):
+                raise ParameterError(f"{op}: {k} must be True or False (it selects {s.key}), got {got!r}")
+
+
+def _check_inputs_match(std: Any, in_fmts: list) -> None:
+    """An explicit standard judges only inputs in its own formats (else a DtypeError with the fix)."""
+    want = [f.name for f in std.inputs]
+    if any(w != g for w, g in zip(want, in_fmts)):
+        raise DtypeError(
+            f"standard {std.key} is for inputs {want}, but the inputs are {in_fmts}: a standard's bounds hold only "
+            f"for the input formats it was calibrated on. Pass the inputs the kernel received in {want}, or drop "
+            "standard= to let numstd choose the standard for these inputs")
+
+
+def _choose(op: str, in_fmts: list, act_fmt: str | None, acc: Any, selectors: dict) -> tuple[Any, list]:
+    """(standard, []) for a covered output; (a standard for the inputs, the covered ones) otherwise.
+
+    An output format is wrong only when no standard covers it for these inputs: then every
+    (inputs → output) combination that *is* covered is listed, and the verdict cites the inputs'
+    default (or first) standard.  No standard for the inputs at all is a malformed call.
+    """
+    from ..core.formats import FORMATS
+    from ..catalog.registry import find_standard, list_standards
+
+    if act_fmt in FORMATS:
+        try:
+            return find_standard(op, inputs=in_fmts, output=act_fmt, accumulate=acc, **selectors), []
+        except (StandardNotFound, AmbiguousStandard):
+            pass
+    covered = []
+    for out in sorted({s.output.name for s in list_standards(op)}):
+        try:
+            covered.append(find_standard(op, inputs=in_fmts, output=out, accumulate=acc, **selectors))
+        except (StandardNotFound, AmbiguousStandard):
+            pass
+    if not covered:  # the inputs (or accumulate, selectors) have no standard: raise its StandardNotFound
+        find_standard(op, inputs=in_fmts, output=act_fmt if act_fmt in FORMATS else None, accumulate=acc, **selectors)
+        raise StandardNotFound(f"no standard for {op} with inputs {in_fmts}")  # pragma: no cover (raised above)
+    default = [s for s in covered if s.default]
+    return (default or covered)[0], covered
 
 
 def _as_output(actual: Any) -> tuple[np.ndarray | None, str | None, str | None]:
@@ -148,8 +245,9 @@ def _as_output(actual: Any) -> tuple[np.ndarray | None, str | None, str | None]:
         return arr, str(arr.dtype), f"the output's dtype {arr.dtype} is not a floating-point format ({exc})"
 
 
-def _early_fail(std: Any, op: str, shape: tuple, act_fmt: str | None, params: dict, problem: str) -> Verdict:
-    crit = (CriterionResult("shape", False, 1.0, 0.0, problem),)
+def _early_fail(std: Any, op: str, shape: tuple, act_fmt: str | None, params: dict, problem: str,
+                criterion: str = "shape") -> Verdict:
+    crit = (CriterionResult(criterion, False, 1.0, 0.0, problem),)
     return Verdict(
         passed=False, standard_id=std.key, standard_sha256=std.sha256, op=op, shape=shape,
         formats=dict(std.formats, actual=act_fmt), params=params, criteria=crit, ulp=UlpDistribution(),

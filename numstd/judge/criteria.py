@@ -44,7 +44,8 @@ from ..core.native import DISTINCT_BITS, WORST_K
 from ..models import Environment
 from .verdict import CriterionResult, Offender
 
-__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces"]
+__all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces",
+           "hull_violations"]
 
 _DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
 _DISTINCT_BINS = 1 << _DISTINCT_BITS
@@ -98,6 +99,32 @@ def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.nd
     u = env.computed("ulp") if isinstance(env, Environment) else env.get("ulp")
     return {"actual": actual, "ref": values, "bound": bound, "chunk_index": chunk_index, "ulp": u,
             "pre_rounding": e, "bias_kappa": std.criteria.bias_kappa}
+
+
+def hull_violations(std: Any, ref: Any, actual: Any) -> int:
+    """Outputs of an attention chunk outside the convex hull of v's rows, within rounding (0 when the
+    standard has no ``convex_hull`` criterion).
+
+    Every output is ``sum_j P_j v_j`` with ``P`` a probability vector, so each coordinate lies in
+    ``[min_j v_je, max_j v_je]`` (``vlo``, ``vhi`` of the reference's aux, over all keys: a causal
+    row's hull is inside it).  A kernel's weights sum to 1 only within its normalisation and
+    accumulation errors, so the interval is widened by ``t = ((K + 3) u_acc + u_in) vmax +
+    ulp_out(vmax)``: the worst-case error of a length-``K`` sum (``gamma_K``, Higham 2002 eq. 3.5),
+    exp and the normalisation (3 u), the rounding of ``P`` to the input format, and the final rounding.
+    Non-finite outputs are left to the ``specials`` criterion.
+    """
+    aux = ref.aux
+    if not std.criteria.convex_hull or "vlo" not in aux:
+        return 0
+    from ..core.ulp import ulp as ulp_of
+
+    vmax = np.asarray(aux["vmax"], dtype=np.float64)
+    k = float(np.asarray(aux["K"]))
+    tol = ((k + 3.0) * std.accumulate.u + std.inputs[0].u) * vmax + ulp_of(vmax, std.output)
+    a = np.asarray(actual, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = (a > aux["vhi"] + tol) | (a < aux["vlo"] - tol)
+    return int(np.count_nonzero(bad & np.isfinite(a)))
 
 
 def rounded_specials(r: np.ndarray, fmt: Any) -> np.ndarray:
@@ -199,6 +226,7 @@ class JudgeResult:
     worst: list = field(default_factory=list)
     n_distinct: int = -1  # distinct output values in the bias statistic (-1: not counted)
     rows: int = -1  # output rows (all axes but the last; -1: unknown)
+    hull_violations: int = 0  # outputs outside the convex hull of v's rows (attention; see hull_violations)
 
 
 class Judge:
@@ -228,6 +256,7 @@ class Judge:
         self.special = 0
         self.nan_finite = 0
         self.sz = 0
+        self.hull = 0  # outputs outside the convex hull of the values (add_hull)
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
@@ -247,6 +276,10 @@ class Judge:
     def native(self) -> bool:
         """Whether this judge uses the compiled loop (which releases the GIL while it runs)."""
         return self._native is not None
+
+    def add_hull(self, count: int) -> None:
+        """Count outputs outside the convex hull of the values (:func:`hull_violations` of a chunk)."""
+        self.hull += int(count)
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0) -> None:
@@ -402,6 +435,7 @@ class Judge:
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
             n_distinct=int(np.count_nonzero(np.unpackbits(self._seen) if self.native else self._seen)),
             rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
+            hull_violations=self.hull,
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
         )
@@ -449,6 +483,10 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
             f"mean signed error {u.mean_signed:+.3f} ulp over {u.signed_count:,} elements{distinct} (allowed ±{limit:.3f})"))
     else:
         out.append(CriterionResult("bias", True, 0.0, math.inf, "no nonzero finite reference values to test bias on"))
+    if c.convex_hull:
+        out.append(CriterionResult(
+            "hull", res.hull_violations == 0, float(res.hull_violations), 0.0,
+            f"{res.hull_violations:,} output(s) outside the convex hull of v's rows (per coordinate, within rounding)"))
     if c.ulp_max is not None:
         out.append(CriterionResult("ulp_max", u.max <= c.ulp_max, u.max, c.ulp_max,
                                    f"max |ULP error| {u.max:.3g} (allowed {c.ulp_max:g})"))

@@ -183,10 +183,18 @@ def _bool(op: str, name: str, value: Any) -> bool:
 def _nonneg_float(op: str, name: str, value: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ParameterError(f"{op}: {name} must be a number, got {value!r}")
-    v = float(value)
+    v = _float_or_inf(value)
     if not (math.isfinite(v) and v >= 0):
         raise ParameterError(f"{op}: {name} must be finite and >= 0, got {v!r}")
     return v
+
+
+def _float_or_inf(value: numbers.Real) -> float:
+    """``float(value)``, or ±inf for an integer beyond float64's range (``float(10**400)`` overflows)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _choice(op: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -253,7 +261,7 @@ def _check_params(spec: OpInfo, arrays: list, params: Mapping[str, Any]) -> dict
             e = x.shape[-1] if x.ndim else 0  # a 0-d q fails the shape check below
             full["scale"] = 1.0 / math.sqrt(e) if e else 1.0
         s = full["scale"]
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Real) or not math.isfinite(float(s)):
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Real) or not math.isfinite(_float_or_inf(s)):
             raise ParameterError(f"{op}: scale must be a finite number or None (1/sqrt(E)), got {s!r}")
         full["scale"] = float(s)
     if "reduction" in full:

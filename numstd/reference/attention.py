@@ -20,11 +20,16 @@ float64 when none is given; the reference takes that number as exact).  With ``u
 
        |out_i - exact| <= b_PV,i + ((P^ w) @ |v|)_i / (1 - max w) + 2 (S + 2) 2**-1074 e^{2A} sum_j |v_j|
 
-   the last term for probabilities that underflow.
+   the last term for probabilities that underflow.  Both ``P^`` and the exact ``P`` are probability
+   vectors, so ``sum_j |P^_j - P_j| <= 2 (1 + 2**-40)`` and the probability term is capped at
+   ``2 (1 + 2**-40) max_j |v_j|`` per coordinate (with the underflow term, also an error of ``P``): the bound stays finite for any finite scores
+   (where ``w`` is too large for the first-order bound, e.g. ``|q| = 1e30``).
 
 aux: ``absout = P @ |v|``, ``K = S``, ``E`` = head dimension, ``scoremag = |scale| max_j (|q| @
 |k|^T)_ij`` over the unmasked keys of each query (shape ``(..., L, 1)``, broadcastable to the
-output; the full ``L x S`` matrix would not be).
+output; the full ``L x S`` matrix would not be); per coordinate over all keys (shape ``(..., 1,
+E)``): ``vmax = max_j |v_j|``, ``vlo = min_j v_j`` and ``vhi = max_j v_j`` (the convex hull of v's
+rows, :func:`numstd.criteria.hull_violations`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from ..core.summation import U, two_prod
 __all__ = ["attention"]
 
 _TINY = 2.0**-1074
+_SUM_DP = 2.0 * (1.0 + 2.0**-40)  # ≥ sum_j |P^_j - P_j| for two probability vectors (P^ sums to 1 within S u)
 
 
 def attention(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -71,7 +77,11 @@ def attention(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     out, b_pv, absout = dot(r.y, v, rel_slack=(2 * C_EXP + 3) * U, row0=row0)
     absv = np.abs(v)
     floor = 2 * (S + 2) * _TINY * grow * np.sum(absv, axis=-2, keepdims=True)
-    bound = b_pv + corr * padded_matmul(r.y * w, absv, row0) + floor
+    vmax = np.max(absv, axis=-2, keepdims=True)
+    with np.errstate(invalid="ignore"):  # (inf · 0 where w is infinite: NaN, which fmin drops)
+        perr = np.fmin(corr * padded_matmul(r.y * w, absv, row0) + floor, _SUM_DP * vmax)
+    bound = b_pv + perr
     aux = {"absout": absout, "K": np.asarray(float(S)), "E": np.asarray(float(q.shape[-1])),
-           "scoremag": np.max(scoremag, axis=-1, keepdims=True)}
+           "scoremag": np.max(scoremag, axis=-1, keepdims=True), "vmax": vmax,
+           "vlo": np.min(v, axis=-2, keepdims=True), "vhi": np.max(v, axis=-2, keepdims=True)}
     return out, bound, aux

@@ -9,7 +9,9 @@ double-double by ``N`` (:func:`~numstd.reference.summation.dd_div_int`, ``+ DIV_
 other terms divided by ``N``).
 
 aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they broadcast to them),
-``K = C`` and ``N``.
+``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
+rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
+that a model term in ``N`` does not depend on the chunk size.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import numpy as np
 from .softmax import exp_rows, lse_error
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy"]
+__all__ = ["cross_entropy", "BATCH_KEY"]
+
+#: params key of the whole batch's row count when the reference is computed in chunks of rows
+BATCH_KEY = "_batch"
 
 
 def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -36,7 +41,7 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     lse = r.lse[:, 0]
     losses = lse - d_t
     per_row = U * np.abs(losses) + U * np.abs(d_t) + lse_error(r)[:, 0]
-    aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(float(n))}
+    aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(float(params.get(BATCH_KEY, n)))}
     if reduction == "none":
         return losses, per_row, aux
     if not np.all(np.isfinite(losses)):  # IEEE propagation of inf/NaN logits

@@ -19,21 +19,27 @@ Non-finite inputs: outputs whose summands include ``±inf`` or NaN take numpy's 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum
+from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum, sum_depth
 
 __all__ = ["sum_", "mean", "cumsum"]
 
 
 def _reduced(x: np.ndarray, axis: Any) -> tuple[np.ndarray, tuple[int, ...]]:
-    """x with the reduced axes flattened into one last axis, and the reduced axes."""
+    """x as a 2-D (rows = kept axes flattened, reduced axes flattened) array, and the reduced axes.
+
+    A view where the layout allows it (a C-contiguous input reduced over trailing axes, or over all),
+    else a copy in the input's own format (never widened here).
+    """
     axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     kept = tuple(i for i in range(x.ndim) if i not in axes)
     moved = np.transpose(x, kept + axes)
-    return moved.reshape(tuple(x.shape[i] for i in kept) + (-1,)), axes
+    rows = math.prod(x.shape[i] for i in kept)  # (explicit sizes: an empty batch has no -1)
+    return moved.reshape(rows, math.prod(x.shape[i] for i in axes)), axes
 
 
 def _keep(a: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
@@ -42,20 +48,61 @@ def _keep(a: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdims
     return a.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
 
 
+#: elements per block of the reduced axis in :func:`_sum_parts` (the float64 temporaries of one block:
+#: a few MiB, whatever the input's size; a constant, so the result does not depend on the caller's chunks)
+SUM_BLOCK = 1 << 18
+
+
 def _sum_parts(x: np.ndarray, axis: Any) -> tuple:
+    """Double-double sums over ``axis`` of ``x`` (any float format), in bounded memory.
+
+    The rows (kept axes flattened) are cut into blocks of about :data:`SUM_BLOCK` elements and
+    each row's reduced axis into ``nb`` aligned pieces of ``Kb`` elements; each piece is widened to
+    float64 and summed by :func:`~numstd.reference.summation.pairwise_sum` (depth ``ceil(log2
+    Kb)``), then the pieces' double-doubles by a second pairwise sum with their low parts (depth
+    ``ceil(log2 nb)``): the bound of the module docstring holds with ``d = ceil(log2 Kb) + ceil(log2
+    nb)``.  ``S = sum |x|`` is summed per piece, then over the pieces, in float64.  The blocking
+    depends only on the shape, never on the caller's chunking, so the result is the same for every
+    chunk size; only one block of float64 temporaries exists at a time (the input is never widened
+    whole).  Non-finite summands give numpy's IEEE sum for their row.
+    """
     flat, axes = _reduced(x, axis)
-    hi, lo, depth = pairwise_sum(flat, -1)
-    S = np.sum(np.abs(flat), axis=-1)
-    bad = ~np.isfinite(S)
-    if bad.any():  # non-finite summands: IEEE semantics, no bound where the result stays finite
-        hi = np.where(bad, np.sum(flat, axis=-1), hi)
-        lo = np.where(bad, np.inf, lo)
-    return hi, lo, depth, S, flat.shape[-1], axes
+    rows, k = flat.shape
+    kb = min(k, SUM_BLOCK) if k else 0
+    nb = -(-k // kb) if kb else 0
+    hi = np.zeros(rows)
+    lo = np.zeros(rows)
+    S = np.zeros(rows)
+    step = max(1, SUM_BLOCK // max(kb, 1))
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        ph = np.zeros((r1 - r0, nb))
+        pl = np.zeros((r1 - r0, nb))
+        ps = np.zeros((r1 - r0, nb))
+        for j in range(nb):
+            blk = np.asarray(flat[r0:r1, j * kb:(j + 1) * kb], dtype=np.float64)
+            ph[:, j], pl[:, j], _ = pairwise_sum(blk, -1)
+            ps[:, j] = np.sum(np.abs(blk), axis=-1)
+            bad = ~np.isfinite(ps[:, j])
+            if bad.any():  # non-finite summands: IEEE semantics, no bound where the result stays finite
+                ph[bad, j] = np.sum(blk[bad], axis=-1)
+                pl[bad, j] = np.inf
+        if nb == 1:
+            hi[r0:r1], lo[r0:r1], S[r0:r1] = ph[:, 0], pl[:, 0], ps[:, 0]
+            continue
+        fin = np.all(np.isfinite(pl), axis=-1)
+        h, l, _ = pairwise_sum(ph, -1, np.where(np.isfinite(pl), pl, 0.0))
+        hi[r0:r1] = np.where(fin, h, np.sum(ph, axis=-1))
+        lo[r0:r1] = np.where(fin, l, np.inf)
+        S[r0:r1] = np.sum(ps, axis=-1)
+    depth = sum_depth(kb) + sum_depth(nb)
+    shape = tuple(x.shape[i] for i in range(x.ndim) if i not in axes)
+    return hi.reshape(shape), lo.reshape(shape), depth, S.reshape(shape), k, axes
 
 
 def sum_(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``sum(x, axis, keepdims)``; see the module docstring for the bound."""
-    x = np.asarray(arrays[0], dtype=np.float64)
+    x = np.asarray(arrays[0])  # (widened to float64 block by block in _sum_parts)
     hi, lo, depth, S, K, axes = _sum_parts(x, params["axis"])
     bound = np.abs(lo) + DD_C * depth * U * U * S
     kd = params["keepdims"]
@@ -65,7 +112,7 @@ def sum_(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
 
 def mean(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``mean(x, axis, keepdims)``; see the module docstring for the bound."""
-    x = np.asarray(arrays[0], dtype=np.float64)
+    x = np.asarray(arrays[0])  # (widened to float64 block by block in _sum_parts)
     hi, lo, depth, S, K, axes = _sum_parts(x, params["axis"])
     finite_lo = np.where(np.isfinite(lo), lo, 0.0)
     qh, ql = dd_div_int(hi, finite_lo, K)

@@ -1,0 +1,131 @@
+"""Record golden verdicts: for every published standard ``ID@N``, a few cases and their verdict JSON.
+
+    python scripts/make_golden.py            # add the goldens of standards that have none
+    python scripts/make_golden.py --check    # recompute every golden; exit 1 on any difference
+
+Each ``reference_data/golden/<ID>@<N>.json`` holds three cases — the reference rounded to the
+output format, the same output 4 ulp off everywhere, and a NaN in its first element — each with
+its inputs and output (raw bytes, base64), call parameters and the verdict's JSON (its
+``diagnosis`` key, advisory, and ``numstd_version`` left out: see docs/verdict-schema.md).  A golden
+file is written once and never rewritten: ``tests/test_golden.py`` requires every recorded verdict
+byte-identical, so a citation of ``ID@N`` means the same thing in every release.
+``manifest.json`` records each file's sha256 (checked by ``python -m numstd verify``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "reference_data" / "golden"
+#: keys of a verdict's JSON that goldens do not compare (advisory or the release's name)
+IGNORED = ("diagnosis", "numstd_version")
+#: small shapes per op (the suite's shapes would make the inputs large)
+SHAPES = {"matmul": (6, 16, 5), "linear": (6, 16, 5), "attention": (1, 6, 8, 4), "cross_entropy": (6, 10),
+          "softmax": (4, 12), "log_softmax": (4, 12), "layer_norm": (4, 12), "rms_norm": (4, 12),
+          "sum": (4, 12), "mean": (4, 12), "cumsum": (4, 12)}
+
+
+def encode(a: np.ndarray) -> dict:
+    a = np.array(a, order="C", copy=True)  # (ascontiguousarray would make a 0-d array 1-d)
+    return {"dtype": a.dtype.name, "shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode()}
+
+
+def decode(d: dict) -> np.ndarray:
+    from numstd.formats import get_format
+
+    name = d["dtype"]
+    dtype = np.dtype(name) if name in np.sctypeDict or name.startswith(("int", "uint", "float")) and not name.startswith("float8") else get_format(name).dtype
+    return np.frombuffer(base64.b64decode(d["b64"]), dtype=dtype).reshape(d["shape"]).copy()
+
+
+def canonical(verdict_dict: dict) -> str:
+    """The verdict JSON as goldens compare it: ignored keys removed, keys sorted."""
+    return json.dumps({k: v for k, v in verdict_dict.items() if k not in IGNORED}, sort_keys=True, allow_nan=True)
+
+
+def judge(case: dict, standard: str) -> str:
+    import numstd
+
+    inputs = [None if x is None else decode(x) for x in case["inputs"]]
+    v = numstd.check(decode(case["actual"]), op=case["op"], inputs=inputs, standard=standard, **case["params"])
+    return canonical(v.to_dict())
+
+
+def cases_of(std) -> list[dict]:  # noqa: ANN001 - Standard
+    from numstd.formats import round_to
+    from numstd.reference import reference
+    from numstd.suites import make_case
+    from numstd.ulp import ulp
+
+    shape = SHAPES.get(std.op, (64,))
+    params = dict(std.suite.get("params", {}))
+    params.update(std.selector)
+    case = make_case(std.op, shape, "normal", 0, [f.name for f in std.inputs], params)
+    inputs = list(case.inputs)
+    call = dict(case.params)
+    ref = reference(std.op, inputs, **{k: v for k, v in call.items() if k not in std.selector}).values
+    exact = np.asarray(round_to(ref, std.output), dtype=std.output.dtype)
+    off = np.asarray(round_to(ref + 4 * np.asarray(ulp(ref, std.output)), std.output), dtype=std.output.dtype)
+    nan = exact.copy()
+    nan.reshape(-1)[:1] = np.nan
+    enc_in = [None if x is None else encode(np.asarray(x)) for x in inputs]
+    out = []
+    for name, actual in (("rounded-reference", exact), ("4-ulp-off", off), ("nan-first", nan)):
+        c = {"name": name, "op": std.op, "params": call, "inputs": enc_in, "actual": encode(actual)}
+        c["verdict"] = judge(c, std.key)
+        out.append(c)
+    return out
+
+
+def published():  # noqa: ANN201
+    from numstd.registry import list_standards
+
+    return [s for s in list_standards(status=("active", "deprecated")) if s.op != "module"]
+
+
+def write_manifest() -> None:
+    files = {p.name: {"sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+             for p in sorted(GOLDEN.glob("NS-*.json"))}
+    (GOLDEN / "manifest.json").write_text(json.dumps({"schema": "numstd.golden/1", "ignored_keys": list(IGNORED),
+                                                      "files": files}, indent=1) + "\n")
+
+
+def main(argv=None) -> int:  # noqa: ANN001
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="recompute every golden verdict; exit 1 on a difference")
+    args = p.parse_args(argv)
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    bad = 0
+    for std in published():
+        path = GOLDEN / f"{std.key}.json"
+        if args.check:
+            if not path.exists():
+                print(f"missing: {path.name}")
+                bad += 1
+                continue
+            doc = json.loads(path.read_text())
+            for c in doc["cases"]:
+                if judge(c, std.key) != c["verdict"]:
+                    print(f"DIFFERENT: {path.name} case {c['name']}")
+                    bad += 1
+            continue
+        if path.exists():
+            continue  # goldens are written once
+        doc = {"standard": std.key, "sha256": std.sha256, "cases": cases_of(std)}
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {path.name}")
+    if not args.check:
+        write_manifest()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
