@@ -161,7 +161,7 @@ from pathlib import Path  # noqa: E402
 from numstd import registry  # noqa: E402
 from numstd.errors import DataIntegrityError, SchemaError  # noqa: E402
 
-SHIPPED = Path(registry.__file__).resolve().parent.parent / "standards"
+SHIPPED = Path(str(__import__("importlib.resources").resources.files("numstd.standards")))
 EXP1 = "exp/NS-EXP-FP32@1.toml"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +123,25 @@ def test_validated_formats_are_exactly_the_bit_exact_fp32_datasets():
     for arch in ("v100", "a100", "ada", "h100", "b200"):
         want = {f for (a, f), ok in exact.items() if a == arch and ok}
         assert set(em.TENSOR_CORES[arch].validated) == want, arch
+
+
+def test_verify_checks_the_truth_data_by_its_manifest(tmp_path):
+    """``numstd verify`` reads the tensor-core manifest's list of files: a flipped byte is reported."""
+    import json
+    import shutil
+    from importlib import resources
+
+    from numstd.catalog.integrity import _manifest_json
+
+    src = Path(str(resources.files("numstd.reference_data"))) / "tensor_core"
+    manifest = json.loads((src / "manifest.json").read_text())
+    first = manifest["files"][0]["file"]
+    shutil.copy(src / "manifest.json", tmp_path / "manifest.json")
+    for e in manifest["files"]:
+        shutil.copy(src / e["file"], tmp_path / e["file"])
+    assert list(_manifest_json(tmp_path, "tc")) == []
+    data = bytearray((tmp_path / first).read_bytes())
+    data[len(data) // 2] ^= 1
+    (tmp_path / first).write_bytes(bytes(data))
+    bad = list(_manifest_json(tmp_path, "tc"))
+    assert [m.path for m in bad] == [f"tc/{first}"]

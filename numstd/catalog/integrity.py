@@ -89,7 +89,8 @@ def _standards(std_dir: Path, evidence_dir: Path, label: str, ev_label: str) -> 
 
 
 def _manifest_json(folder: Path, label: str) -> Iterator[Mismatch]:
-    """Files of a ``manifest.json`` (``{"files": {name: {"sha256": …}}}`` or ``{name: {"sha256": …}}``)."""
+    """Files of a ``manifest.json``: ``{"files": {name: {"sha256": …}}}``, ``{name: {"sha256": …}}`` or
+    ``{"files": [{"file": name, "sha256": …}, …]}`` (the tensor-core truth data)."""
     path = folder / "manifest.json"
     if not path.is_file():
         return
@@ -100,6 +101,8 @@ def _manifest_json(folder: Path, label: str) -> Iterator[Mismatch]:
         yield Mismatch(name, name, f"unreadable: {exc}")
         return
     entries = doc.get("files", doc) if isinstance(doc, dict) else {}
+    if isinstance(entries, list):
+        entries = {e["file"]: e for e in entries if isinstance(e, dict) and "file" in e}
     for fname, entry in sorted(entries.items()):
         want = entry.get("sha256") if isinstance(entry, dict) else entry if isinstance(entry, str) else None
         if want:
