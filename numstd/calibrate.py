@@ -854,6 +854,8 @@ def add_executor_options(p: argparse.ArgumentParser, default: str = "local") -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    from .progress import counter
+
     cmd = "python -m numstd calibrate " + " ".join(
         f"--{k} {v}" for k, v in (("op", args.op), ("inputs", args.inputs), ("output", args.output),
                                   ("standard", args.standard), ("template", args.template)) if v) \
@@ -863,9 +865,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard, template=args.template,
                     backends=args.backends, quick=args.quick, seed=args.seed, out=args.out, date=args.date,
-                    progress=_progress_bar(), command=cmd.strip(), executor=args.executor, workers=args.workers,
+                    progress=counter("calibrate", "task"), command=cmd.strip(), executor=args.executor, workers=args.workers,
                     ray_address=args.ray_address, retries=args.retries, chunk=args.chunk)
-    print(file=sys.stderr)
     if res.sweep is not None and res.sweep.reused:
         print(f"resumed: {res.sweep.reused} of {res.sweep.total} tasks reused from {res.sweep_path}", file=sys.stderr)
     print(res.summary())
@@ -878,17 +879,3 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"calibration refused to write a draft ({took:.1f} s); evidence: {res.evidence_path}", file=sys.stderr)
     return 1
-
-
-def _progress_bar() -> Callable[[int, int], None]:
-    state = {"last": -1}
-
-    def show(done: int, total: int) -> None:
-        pct = int(100 * done / max(total, 1))
-        if pct == state["last"] or (pct % 5 and done != total):
-            return
-        state["last"] = pct
-        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
-        print(f"\r[{bar}] {done}/{total} tasks", end="", file=sys.stderr, flush=True)
-
-    return show
