@@ -121,10 +121,11 @@ def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
 
 
 def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | None = None,
-                inputs: str | Path | None = None, **kwargs: Any) -> Any:
+                inputs: str | Path | None = None, progress: Any = None, **kwargs: Any) -> Any:
     """Load a KernelBench problem and candidate file and :func:`~numstd.grade.grade` them.
 
-    ``inputs`` (a tensor file, :func:`file_inputs`) replaces the problem's ``get_inputs`` draw.
+    ``inputs`` (a tensor file, :func:`file_inputs`) replaces the problem's ``get_inputs`` draw;
+    ``progress(done, 3)`` (optional) is called after loading the problem, the candidate, and grading.
 
     ``kwargs`` go to :func:`numstd.grade.grade` (``dtype``, ``trials``, ``seed``, ``device``, …);
     the problem's module-level ``NUMSTD_OP`` declares its catalog op.
@@ -138,7 +139,9 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
     """
     from .grade import grade
 
+    step = progress or (lambda done, total: None)
     prob = load_module(problem, max_dim=max_dim)
+    step(1, 3)
     for attr in ("Model", "get_inputs"):
         if not hasattr(prob, attr):
             raise ParameterError(f"{problem}: defines no {attr}; a KernelBench problem has Model, get_inputs "
@@ -149,12 +152,15 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
         raise CandidateLoadError(str(exc)) from exc
     if not hasattr(cand, "ModelNew"):
         raise CandidateLoadError(f"{candidate}: defines no ModelNew")
+    step(2, 3)
     init = getattr(prob, "get_init_inputs", lambda: [])
     if "op" not in kwargs and hasattr(prob, "NUMSTD_OP"):
         kwargs["op"] = prob.NUMSTD_OP
     make_inputs = prob.get_inputs if inputs is None else file_inputs(inputs)
     try:
-        return grade(prob.Model, cand.ModelNew, make_inputs, init_inputs=init, **kwargs)
+        report = grade(prob.Model, cand.ModelNew, make_inputs, init_inputs=init, **kwargs)
+        step(3, 3)
+        return report
     except NumstdError:
         raise
     except Exception as exc:  # noqa: BLE001 - constructing ModelNew failed
@@ -185,7 +191,10 @@ def run(args: argparse.Namespace) -> int:
 
         get_format(args.dtype)  # a FormatError (exit 2) before anything is loaded
     try:
-        report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, inputs=args.inputs, dtype=args.dtype,
+        from .progress import counter
+
+        report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, inputs=args.inputs,
+                             progress=counter("grade", "step"), dtype=args.dtype,
                              trials=args.trials, seed=args.seed, device=args.device, standard=args.standard)
     except CandidateLoadError as exc:
         print(f"FAIL: the candidate cannot be graded: {exc}")
