@@ -126,7 +126,8 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             f"          E_i = {s.model.error.text}",
             f"          rho = {s.model.rho:g} ulp; constants: {consts}",
             "  criteria:",
-            f"    bound: |a_i − r_i| ≤ B_i for all but a fraction {c.bound_max_fraction:g} of elements",
+            "    bound: |a_i − r_i| ≤ B_i for " + ("every element" if c.bound_max_fraction == 0 else
+                                                      f"all but a fraction {c.bound_max_fraction:g} of the elements"),
             f"    bias:  |mean signed ulp error| ≤ {c.bias_tau:g} + {c.bias_z:g}·max(sd, rho/√3)/√n_eff over elements "
             f"with E_i ≤ {c.bias_kappa:g}·ulp",
             f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
