@@ -128,7 +128,8 @@ def _cli(name: str) -> Callable[[], str]:
             out = out.replace(str(work.resolve()) + "/", "").replace(str(work) + "/", "")
             out = out.replace(str(work.resolve()), ".").replace(str(work), ".").replace(str(ROOT), "<repo>")
             out = re.sub(r"\b\d+(\.\d+)? s\b", "… s", out)
-        return f"$ {cmd}\n{out}" + (f"\n(exit code {r.returncode})" if r.returncode else "")
+        shown = cmd.replace(shlex.quote(str(ROOT)), "<repo>").replace(str(ROOT), "<repo>")
+        return f"$ {shown}\n{out}" + (f"\n(exit code {r.returncode})" if r.returncode else "")
 
     return run
 
