@@ -241,7 +241,8 @@ def _load_safetensors(p: Path) -> TensorFile:
                              f"convert it to one of {', '.join(sorted(_READ_CODES))}")
         dname = _READ_CODES[code]
         dt = get_format(dname).dtype if dname in FORMATS else np.dtype(dname)
-        arr = np.frombuffer(bytes(t["data"]), dtype=dt).reshape(t["shape"])  # (little-endian, as the spec)
+        data = t["data"] if isinstance(t["data"], bytearray) else bytearray(t["data"])  # (writable, as np.load's)
+        arr = np.frombuffer(data, dtype=dt).reshape(t["shape"])  # (little-endian, as the spec)
         where = f" tensor {name!r}"
         if name in fmts:
             arr = _as_format(arr, fmts[name], p, where)

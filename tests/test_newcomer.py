@@ -131,3 +131,22 @@ def test_progress_bars_are_off_without_a_terminal_and_count_when_forced(monkeypa
     err = capsys.readouterr().err
     assert err.count("\r") >= 6  # (drawn and cleared: leave=False)
     assert "it:" in err and "0/7" in err and "calibrate:" in err and "/5" in err and "survey exp" in err
+
+
+def test_grade_takes_its_inputs_from_a_tensor_file(tmp_path):
+    # the problem's Model on inputs read from a safetensors file: a faithful candidate passes and
+    # returning zeros fails, on exactly those inputs (the "original" draw)
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from numstd.grade_cli import grade_files
+    from numstd.tensorio import save
+
+    here = Path(__file__).parent / "problems" / "softmax"
+    x = np.random.default_rng(0).normal(size=(8, 256)).astype(np.float32)
+    save(tmp_path / "in.safetensors", {"0": x})
+    good = grade_files(here / "problem.py", here / "faithful.py", inputs=tmp_path / "in.safetensors", trials=1)
+    bad = grade_files(here / "problem.py", here / "zeros.py", inputs=tmp_path / "in.safetensors", trials=1)
+    assert good.passed and not bad.passed
+    original = [c for c in good.cases if c.distribution == "original"]
+    assert original and all(tuple(c.verdict.shape) == x.shape for c in original)
