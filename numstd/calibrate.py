@@ -895,7 +895,8 @@ def run(args: argparse.Namespace) -> int:
     print(res.summary())
     took = time.perf_counter() - start
     if res.ok:
-        print(f"draft: {res.draft_path}\nevidence: {res.evidence_path}" + (f"\nplot: {res.plot_path}" if res.plot_path else ""))
+        print(f"draft: {res.draft_path}\nevidence: {res.evidence_path}\n"
+              + (f"plot: {res.plot_path}" if res.plot_path else "plot: none (matplotlib is not importable: pip install matplotlib)"))
         print(f"model headroom {res.legit_headroom:.2f}× over the most demanding legitimate case; "
               f"mildest bug {res.bug_margin:.3g}× its limit; {took:.1f} s")
         print(f"review it, then: python -m numstd publish {res.draft_path}")
