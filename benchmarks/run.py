@@ -314,11 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     if "discrimination" not in skip:
         from benchmarks.discrimination.benchmark import markdown, run
 
-        def progress(i: int, n: int, unit: object) -> None:
-            print(f"\r[discrimination] {i}/{n} cases", end="", file=sys.stderr, flush=True)
+        from numstd.progress import counter
 
-        sc, result = run(quick=args.quick, jobs=args.jobs, progress=progress)
-        print(file=sys.stderr)
+        bar = counter("discrimination", "case")  # (a tqdm bar on stderr when it is a terminal)
+        sc, result = run(quick=args.quick, jobs=args.jobs, progress=lambda i, n, unit: bar(i, n))
         result["meta"]["date"] = date
         md = markdown(sc, result["meta"])
         result["markdown"] = md

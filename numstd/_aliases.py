@@ -28,6 +28,8 @@ MOVED: Mapping[str, str] = types.MappingProxyType({
     "numstd.distribution": "numstd.core.distribution",
     "numstd.native": "numstd.core.native",
     "numstd._callable": "numstd.core._callable",
+    "numstd.progress": "numstd.core.progress",
+    "numstd.tensorio": "numstd.core.tensorio",
     "numstd.reference.summation": "numstd.core.summation",
     "numstd.tables": "numstd.reference.tables",
     "numstd.registry": "numstd.catalog.registry",

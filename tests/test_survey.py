@@ -220,13 +220,14 @@ def test_gelu_tanh_and_relu() -> None:
     assert r.max_ulp == 0 and r.nonfinite_mismatches == 0
 
 
-def test_cli_survey(tmp_path, capsys) -> None:
+def test_cli_survey(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("NUMSTD_PROGRESS", "1")  # (stderr is no terminal here: force the bar)
     assert main(["survey", "--op", "exp", "--format", "float8_e4m3fn", "--json", "--quiet"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["n"] == 254 and d["op"] == "exp" and d["format"] == "float8_e4m3fn"
     assert main(["survey", "--op", "tanh", "--format", "float8_e5m2"]) == 0
     out = capsys.readouterr()
-    assert "max |ULP error|" in out.out and "worst inputs" in out.out and "[" in out.err
+    assert "max |ULP error|" in out.out and "worst inputs" in out.out and "survey tanh" in out.err
     assert main(["survey", "--op", "exp", "--format", "bfloat16", "--inputs", "many"]) == 2
     pytest.importorskip("matplotlib")
     png = tmp_path / "exp.png"

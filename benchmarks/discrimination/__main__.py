@@ -18,12 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, help="write the full result here")
     args = p.parse_args(argv)
 
-    def progress(i: int, n: int, unit: object) -> None:
-        print(f"\r{i}/{n} cases", end="", file=sys.stderr, flush=True)
+    from numstd.progress import counter
 
+    bar = counter("discrimination", "case")  # (a tqdm bar on stderr when it is a terminal)
     sc, result = run(quick=args.quick, jobs=args.jobs, ops=args.ops.split(",") if args.ops else None,
-                     progress=progress)
-    print(file=sys.stderr)
+                     progress=lambda i, n, unit: bar(i, n))
     md = markdown(sc, result["meta"])
     print(md["summary"], md["headline"], md["families"], md["ops"], md["findings"], sep="\n\n")
     if args.json:

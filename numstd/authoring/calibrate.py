@@ -801,6 +801,25 @@ def _write_evidence(rows: list[EvidenceRow], path: Path) -> None:
     pq.write_table(pa.table(data), path, compression="zstd", use_dictionary=True, write_statistics=False)
 
 
+#: markers of the calibration plot (12) and colours (Paul Tol's muted scheme and more, 10): variant i
+#: gets marker i mod 12 and colour i mod 10, distinct for the first 60 variants
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
+_COLOURS = ("#332288", "#88ccee", "#44aa99", "#117733", "#999933", "#ddcc77", "#cc6677", "#882255", "#aa4499",
+            "#555555")
+
+
+def _row_ratio(r: EvidenceRow) -> float:
+    """How far a case is from failing, as the worst of its criteria: ``max(max|err|/B, |bias|/allowed)``,
+    and above 1 for a case that failed any other criterion (specials, ulp budget, shape), so that a
+    bug caught by any criterion is drawn above the pass line."""
+    y = max(r.normalized_max, r.bias_ratio)
+    if not math.isfinite(y):
+        y = 1e6
+    if not r.passed and y <= 1.0:
+        y = 1.5  # (failed a criterion that has no ratio here)
+    return max(y, 1e-6)
+
+
 def _plot(result: CalibrationResult, path: Path) -> Path | None:
     try:
         import matplotlib
@@ -809,23 +828,27 @@ def _plot(result: CalibrationResult, path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 5))
     by: dict[str, list[EvidenceRow]] = {}
     for r in result.evidence:
         by.setdefault(r.variant, []).append(r)
-    for name, rows in by.items():
+    for i, (name, rows) in enumerate(sorted(by.items(), key=lambda kv: (not kv[1][0].legit, kv[0]))):
         ks = [max(r.K, 1) for r in rows]
-        ys = [max(r.normalized_max, 1e-6) for r in rows]
-        ax.scatter(ks, ys, s=10, marker="o" if rows[0].legit else "x", label=name if len(by) <= 24 else None)
+        ys = [_row_ratio(r) for r in rows]
+        legit = rows[0].legit
+        colour, marker = _COLOURS[i % len(_COLOURS)], _MARKERS[i % len(_MARKERS)]
+        ax.scatter(ks, ys, s=22, marker=marker, linewidths=1.1, label=f"{name} ({'legit' if legit else 'bug'})",
+                   facecolors=colour if legit else "none", edgecolors=colour)
     ax.axhline(1.0, color="k", lw=1)
+    ax.text(1.0, 1.0, " pass line", transform=ax.get_yaxis_transform(), fontsize=7, va="bottom")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("reduction length K")
-    ax.set_ylabel("max |error| / bound")
-    ax.set_title(f"{result.standard_id}@{result.version}: legit (o) vs bugs (x)")
-    if len(by) <= 24:
-        ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
+    ax.set_xlabel("reduction length K (log scale)")
+    ax.set_ylabel("worst criterion: max(max|err|/B, |bias|/allowed) (log)")
+    ax.set_title(f"{result.standard_id}@{result.version}: legitimate (filled) vs bugs (hollow); "
+                 "above 1 = fails a criterion", fontsize=9)
+    ax.legend(fontsize=6, ncol=1 + len(by) // 24, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.subplots_adjust(left=0.09, right=0.62 if len(by) > 24 else 0.72, bottom=0.11, top=0.93)
     meta = {"Software": None, "Creation Time": None} if path.suffix == ".png" else None
     fig.savefig(path, dpi=110, metadata=meta)
     plt.close(fig)
@@ -860,6 +883,8 @@ def add_executor_options(p: argparse.ArgumentParser, default: str = "local") -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..core.progress import counter
+
     cmd = "python -m numstd calibrate " + " ".join(
         f"--{k} {v}" for k, v in (("op", args.op), ("inputs", args.inputs), ("output", args.output),
                                   ("standard", args.standard), ("template", args.template)) if v) \
@@ -869,32 +894,18 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard, template=args.template,
                     backends=args.backends, quick=args.quick, seed=args.seed, out=args.out, date=args.date,
-                    progress=_progress_bar(), command=cmd.strip(), executor=args.executor, workers=args.workers,
+                    progress=counter("calibrate", "task"), command=cmd.strip(), executor=args.executor, workers=args.workers,
                     ray_address=args.ray_address, retries=args.retries, chunk=args.chunk)
-    print(file=sys.stderr)
     if res.sweep is not None and res.sweep.reused:
         print(f"resumed: {res.sweep.reused} of {res.sweep.total} tasks reused from {res.sweep_path}", file=sys.stderr)
     print(res.summary())
     took = time.perf_counter() - start
     if res.ok:
-        print(f"draft: {res.draft_path}\nevidence: {res.evidence_path}" + (f"\nplot: {res.plot_path}" if res.plot_path else ""))
+        print(f"draft: {res.draft_path}\nevidence: {res.evidence_path}\n"
+              + (f"plot: {res.plot_path}" if res.plot_path else "plot: none (matplotlib is not importable: pip install matplotlib)"))
         print(f"model headroom {res.legit_headroom:.2f}× over the most demanding legitimate case; "
               f"mildest bug {res.bug_margin:.3g}× its limit; {took:.1f} s")
         print(f"review it, then: python -m numstd publish {res.draft_path}")
         return 0
     print(f"calibration refused to write a draft ({took:.1f} s); evidence: {res.evidence_path}", file=sys.stderr)
     return 1
-
-
-def _progress_bar() -> Callable[[int, int], None]:
-    state = {"last": -1}
-
-    def show(done: int, total: int) -> None:
-        pct = int(100 * done / max(total, 1))
-        if pct == state["last"] or (pct % 5 and done != total):
-            return
-        state["last"] = pct
-        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
-        print(f"\r[{bar}] {done}/{total} tasks", end="", file=sys.stderr, flush=True)
-
-    return show

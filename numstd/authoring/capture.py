@@ -650,8 +650,10 @@ def configure(p: argparse.ArgumentParser, name: str = "capture") -> None:
 
 def run(args: argparse.Namespace, name: str = "capture") -> int:
     if name == "capture":
+        from ..core.progress import counter
+
         sweep = None if args.executor == "serial" else Path(str(args.out) + ".sweep")
-        table = capture(args.standard, args.backend, args.quick, seeds=args.seeds,
+        table = capture(args.standard, args.backend, args.quick, seeds=args.seeds, progress=counter("capture", "case"),
                         executor=None if args.executor == "serial" else args.executor, workers=args.workers,
                         ray_address=args.ray_address, retries=args.retries, sweep_dir=sweep)
         path = write_capture(table, args.out)

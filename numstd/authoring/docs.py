@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_standard", "render", "generate", "configure", "run"]
+__all__ = ["render_standard", "render", "generate", "default_out", "configure", "run"]
 
 
 def _anchor(key: str) -> str:
@@ -42,7 +42,8 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             f"          E_i = {s.model.error.text}",
             f"          rho = {s.model.rho:g} ulp; constants: {consts}",
             "  criteria:",
-            f"    bound: |a_i − r_i| ≤ B_i for all but a fraction {c.bound_max_fraction:g} of elements",
+            "    bound: |a_i − r_i| ≤ B_i for " + ("every element" if c.bound_max_fraction == 0 else
+                                                      f"all but a fraction {c.bound_max_fraction:g} of the elements"),
             f"    bias:  |mean signed ulp error| ≤ {c.bias_tau:g} + {c.bias_z:g}·max(sd, rho/√3)/√n_eff over elements "
             f"with E_i ≤ {c.bias_kappa:g}·ulp",
             f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
@@ -106,13 +107,33 @@ def generate(out: str | Path, standards_root: Any = None) -> list[Path]:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=None, help="output directory (default: docs/standards of the repository)")
+    p.add_argument("--out", default=None, help="output directory (default: docs/standards of the repository, "
+                                               "in a source checkout only)")
+
+
+def default_out() -> Path:
+    """``docs/standards`` of the source checkout numstd runs from.
+
+    Raises
+    ------
+    ParameterError
+        When numstd is installed from a wheel (no checkout around its standards: the default would
+        be inside site-packages); the message says to pass ``--out``.
+    """
+    from importlib import resources
+
+    from ..core.errors import ParameterError
+
+    # (resolved: in a checkout numstd/standards is a link to the top-level standards/)
+    root = Path(str(resources.files("numstd.standards"))).resolve().parent
+    if not ((root / "pyproject.toml").is_file() and (root / "docs").is_dir()):
+        raise ParameterError(f"numstd is installed outside a source checkout ({root}); pass --out DIR to write "
+                             "the standards' pages somewhere, e.g. python -m numstd docs --out numstd-docs")
+    return root / "docs" / "standards"
 
 
 def run(args: argparse.Namespace) -> int:
-    from .publish import _repo_root
-
-    out = Path(args.out) if args.out else _repo_root() / "docs" / "standards"
+    out = Path(args.out) if args.out else default_out()
     for p in generate(out):
         print(p)
     return 0

@@ -23,7 +23,7 @@ __all__ = ["main", "COMMANDS"]
 COMMANDS = {
     "list": ("numstd.cli.app", "list standards (filter with --op; --json for tools)"),
     "show": ("numstd.cli.app", "show one standard: formula, constants, criteria, rationale, provenance"),
-    "check": ("numstd.cli.app", "judge an output (.npy) against a standard; exit 0 pass, 1 fail, 2 usage"),
+    "check": ("numstd.cli.app", "judge an output (.safetensors/.npy/.npz) against a standard; exit 0 pass, 1 fail, 2 usage"),
     "survey": ("numstd.cli.survey", "exhaustive/sampled accuracy survey of an elementwise function"),
     "backends": ("numstd.cli.backends", "list backends with available/unavailable and why"),
     "capture": ("numstd.authoring.capture", "run a standard's suite on a backend and write a Parquet capture"),
@@ -71,8 +71,10 @@ def _configure_show(p: argparse.ArgumentParser) -> None:
 
 def _configure_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", required=True)
-    p.add_argument("--inputs", nargs="+", required=True, metavar="NPY", help="input arrays (.npy, never unpickled)")
-    p.add_argument("--actual", required=True, metavar="NPY", help="the kernel's output (.npy)")
+    p.add_argument("--inputs", nargs="+", required=True, metavar="FILE[:NAME]",
+                   help="input tensors: .safetensors, .npy or .npz files (never unpickled); FILE:NAME picks one "
+                        "tensor of a file that holds several (numstd.tensorio)")
+    p.add_argument("--actual", required=True, metavar="FILE[:NAME]", help="the kernel's output, likewise")
     p.add_argument("--standard", help="ID@N to judge by (default: the covering standard)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="op parameter, e.g. axis=-1 or approximate=tanh (JSON values)")
@@ -138,15 +140,11 @@ def parse_params(items: Sequence[str]) -> dict:
 
 
 def load_npy(path: str):  # noqa: ANN201
-    """Load a .npy file without ever unpickling (object arrays are refused)."""
-    import numpy as np
+    """One tensor from a .safetensors/.npy/.npz file (``FILE[:NAME]``), never unpickled
+    (:func:`numstd.tensorio.read_array`: bfloat16 and fp8 exactly)."""
+    from ..core.tensorio import read_array
 
-    try:
-        return np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise NumstdError(f"{path}: cannot load without unpickling ({exc}); save plain numeric arrays with np.save") from None
-    except OSError as exc:
-        raise NumstdError(f"{path}: cannot read ({exc})") from None
+    return read_array(path)
 
 
 def _run_check(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..core.errors import NumstdError, ParameterError
 
-__all__ = ["load_module", "cap_dims", "grade_files", "CandidateLoadError", "configure", "run"]
+__all__ = ["load_module", "cap_dims", "file_inputs", "grade_files", "CandidateLoadError", "configure", "run"]
 
 _LOAD_LOCK = threading.Lock()
 
@@ -64,10 +64,42 @@ def load_module(path: str | Path, *, max_dim: int | None = None) -> ModuleType:
     except Exception as exc:  # noqa: BLE001 - any failure of the user's file is reported, not raised raw
         with _LOAD_LOCK:
             sys.modules.pop(name, None)
-        raise ParameterError(f"{p}: raised {type(exc).__name__} while loading: {exc}") from exc
+        hint = _install_hint(exc)
+        raise ParameterError(f"{p}: raised {type(exc).__name__} while loading: {exc}{hint}") from exc
     if max_dim is not None:
         cap_dims(mod, max_dim)
     return mod
+
+
+#: packages a KernelBench file imports -> how to install them
+_INSTALL = {"torch": "pip install torch (or pip install 'numstd[torch]')",
+            "jax": "pip install jax (or pip install 'numstd[jax]')"}
+
+
+def _install_hint(exc: BaseException) -> str:
+    """``"; install it: …"`` when ``exc`` is a missing torch or jax, else ``""``."""
+    top = (getattr(exc, "name", None) or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+    return f"; grading this file needs {top}: {_INSTALL[top]}" if top in _INSTALL else ""
+
+
+def file_inputs(path: str | Path) -> Any:
+    """``make_inputs`` for :func:`~numstd.grade.grade` from a tensor file (:mod:`numstd.tensorio`).
+
+    The tensors are passed in the order of their sorted names (name them ``0``, ``1``, … or
+    ``a``, ``b``, …), exactly (bfloat16 and fp8 bit for bit), as torch tensors when torch is
+    installed (KernelBench modules are torch) and numpy arrays otherwise.
+    """
+    from ..core.tensorio import load
+
+    f = load(path)
+    arrays = [f.arrays[k] for k in sorted(f.arrays)]
+    try:
+        from ..backends.torch_backend import to_torch
+
+        import torch  # noqa: F401 - only whether it is there
+    except ImportError:
+        return lambda: list(arrays)
+    return lambda: [to_torch(a, "cpu") for a in arrays]
 
 
 def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
@@ -88,8 +120,12 @@ def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
     return changed
 
 
-def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | None = None, **kwargs: Any) -> Any:
+def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | None = None,
+                inputs: str | Path | None = None, progress: Any = None, **kwargs: Any) -> Any:
     """Load a KernelBench problem and candidate file and :func:`~numstd.grade.grade` them.
+
+    ``inputs`` (a tensor file, :func:`file_inputs`) replaces the problem's ``get_inputs`` draw;
+    ``progress(done, 3)`` (optional) is called after loading the problem, the candidate, and grading.
 
     ``kwargs`` go to :func:`numstd.grade.grade` (``dtype``, ``trials``, ``seed``, ``device``, …);
     the problem's module-level ``NUMSTD_OP`` declares its catalog op.
@@ -103,7 +139,9 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
     """
     from ..grade.grading import grade
 
+    step = progress or (lambda done, total: None)
     prob = load_module(problem, max_dim=max_dim)
+    step(1, 3)
     for attr in ("Model", "get_inputs"):
         if not hasattr(prob, attr):
             raise ParameterError(f"{problem}: defines no {attr}; a KernelBench problem has Model, get_inputs "
@@ -114,11 +152,15 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
         raise CandidateLoadError(str(exc)) from exc
     if not hasattr(cand, "ModelNew"):
         raise CandidateLoadError(f"{candidate}: defines no ModelNew")
+    step(2, 3)
     init = getattr(prob, "get_init_inputs", lambda: [])
     if "op" not in kwargs and hasattr(prob, "NUMSTD_OP"):
         kwargs["op"] = prob.NUMSTD_OP
+    make_inputs = prob.get_inputs if inputs is None else file_inputs(inputs)
     try:
-        return grade(prob.Model, cand.ModelNew, prob.get_inputs, init_inputs=init, **kwargs)
+        report = grade(prob.Model, cand.ModelNew, make_inputs, init_inputs=init, **kwargs)
+        step(3, 3)
+        return report
     except NumstdError:
         raise
     except Exception as exc:  # noqa: BLE001 - constructing ModelNew failed
@@ -128,6 +170,8 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--problem", required=True, metavar="PROBLEM.py", help="KernelBench problem: Model, get_inputs, get_init_inputs")
     p.add_argument("--candidate", required=True, metavar="CANDIDATE.py", help="file defining ModelNew")
+    p.add_argument("--inputs", default=None, metavar="FILE",
+                   help="the inputs as a .safetensors/.npz file (tensors in sorted-name order) instead of get_inputs()")
     p.add_argument("--dtype", default=None, help="working format: fp32, bf16, fp16 (default: the inputs' dtype)")
     p.add_argument("--max-dim", type=int, default=None, metavar="N",
                    help="cap the problem's module-level int constants at N (sizes for a CPU run)")
@@ -147,7 +191,10 @@ def run(args: argparse.Namespace) -> int:
 
         get_format(args.dtype)  # a FormatError (exit 2) before anything is loaded
     try:
-        report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, dtype=args.dtype,
+        from ..core.progress import counter
+
+        report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, inputs=args.inputs,
+                             progress=counter("grade", "step"), dtype=args.dtype,
                              trials=args.trials, seed=args.seed, device=args.device, standard=args.standard)
     except CandidateLoadError as exc:
         print(f"FAIL: the candidate cannot be graded: {exc}")

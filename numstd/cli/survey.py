@@ -6,7 +6,7 @@ Example::
     python -m numstd survey --op exp --format float32 --inputs 100000 --json
 
 Prints the summary table of :meth:`numstd.survey.Survey.summary` (or the survey as JSON with
-``--json``), draws a progress bar on stderr, and optionally saves a plot of the ULP error against
+``--json``), draws a progress bar on stderr when it is a terminal (:mod:`numstd.progress`), and optionally saves a plot of the ULP error against
 the input (matplotlib, imported only then).  Exit code 0 when the survey ran, 2 on a usage error.
 """
 
@@ -19,9 +19,6 @@ from typing import Any
 from ..core.errors import ParameterError
 
 __all__ = ["configure", "run"]
-
-_BAR = 30
-
 
 def configure(p: argparse.ArgumentParser) -> None:
     """Add the survey options to ``p``."""
@@ -59,22 +56,17 @@ def _inputs(text: str) -> Any:
         raise ParameterError(f"--inputs {text!r}: pass 'exhaustive' or a number of samples, e.g. 100000") from None
 
 
-def _bar(stage: str, frac: float) -> None:
-    done = int(round(frac * _BAR))
-    end = "\n" if frac >= 1 else ""
-    print(f"\r[{'#' * done}{'.' * (_BAR - done)}] {stage:<10}", end=end, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the survey described by ``args``; returns the exit code."""
+    from ..core.progress import stages
     from ..survey.surveying import survey
 
     s = survey(args.op, args.format, backend=args.backend, inputs=_inputs(args.inputs), seed=args.seed,
-               standard=args.standard, progress=None if args.quiet else _bar,
+               standard=args.standard, progress=None if args.quiet else stages(f"survey {args.op}"),
                executor=None if args.executor == "serial" else args.executor, workers=args.workers,
                ray_address=args.ray_address, sweep_dir=args.sweep_dir, **_params(args.param))
     print(s.to_json(indent=1) if args.json else s.summary())
     if args.plot:
         s.plot(args.plot)
-        print(f"plot written to {args.plot}", file=sys.stderr)
+        print(f"plot: {args.plot}", file=sys.stderr)
     return 0

@@ -109,8 +109,15 @@ class Formula:
         return cls(text=text.strip(), names=frozenset(names), _tree=tree.body, _sorted_names=tuple(sorted(names)))
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        """Evaluate element-wise with numpy broadcasting over the arrays in ``env``."""
-        return _eval(self._tree, env)
+        """Evaluate element-wise with numpy broadcasting over the arrays in ``env``.
+
+        IEEE 754 arithmetic without warnings, as the compiled loop (:meth:`program`) computes it: a
+        term divided by a zero (layer_norm's ``sigma`` of a constant row with ``eps = 0``) is an
+        infinite bound there, so it is here too, silently (numpy would warn where C does not; the
+        verdict is the same on both paths).  ``np.errstate`` is a context variable: thread-safe.
+        """
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return _eval(self._tree, env)
 
     def compute(self, env: Mapping[str, Any], shape: tuple) -> np.ndarray:
         """:meth:`evaluate` broadcast to ``shape`` as a new float64 array: in one compiled pass

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -82,6 +83,22 @@ class WorstCase:
     def to_dict(self) -> dict:
         return {k: _num(getattr(self, k)) for k in ("input", "output", "exact", "ulp_error")}
 
+
+
+def _in_its_bin(x: float, edges: Sequence[float]) -> str:
+    """``x`` to 4 significant digits, or more where 4 would move it into another histogram bin
+    ``(lo, hi]``: exp's largest bfloat16 error 0.50001196 printed as ``0.5`` beside a histogram
+    with one element in (0.5, 1]."""
+    import bisect
+
+    if not math.isfinite(x):
+        return f"{x:g}"
+    where = bisect.bisect_left(edges, x)
+    for digits in range(4, 18):
+        text = f"{x:.{digits}g}"
+        if bisect.bisect_left(edges, float(text)) == where:
+            return text
+    return repr(x)
 
 @dataclass(frozen=True)
 class FlushRegion:
@@ -211,7 +228,7 @@ class Survey:
             f"  reference        {self.reference}",
             f"  compared         {u.count:,} finite outputs"
             + (f" (outputs in {self.output_format})" if self.output_format != self.format else ""),
-            f"  max |ULP error|  {u.max:.4g}",
+            f"  max |ULP error|  {_in_its_bin(u.max, u.histogram['edges'])}",
             "  quantiles |ULP|  " + ", ".join(f"{q:g}: {v:.3g}" for q, v in u.quantiles.items()),
             f"  mean |ULP|       {u.mean:.4g}",
             f"  mean signed      {u.mean_signed:+.4f} (sd {u.std_signed:.3g}; + away from zero)",
