@@ -109,3 +109,10 @@ def test_the_wheel_lists_every_package():
              if "__pycache__" not in p.parts}
     assert found - {"numstd.standards", "numstd.reference_data"} <= listed
     assert {"numstd.standards", "numstd.reference_data"} <= listed
+
+
+def test_numstd_check_stays_the_function_after_its_old_module_path_is_imported():
+    code = ("import numpy as np, numstd, numstd.check; x = np.ones(4, np.float32); "
+            "print(numstd.check(np.exp(x), op='exp', inputs=[x]).passed)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "True", out.stderr

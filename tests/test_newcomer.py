@@ -46,7 +46,7 @@ def test_survey_summary_max_agrees_with_its_histogram_and_with_mpmath():
 
 
 def test_show_says_every_element_for_a_zero_fraction():
-    from numstd.cli import render_standard
+    from numstd.authoring.docs import render_standard
     from numstd.registry import get_standard
 
     text = render_standard(get_standard("NS-EXP-BF16@1"))
@@ -97,6 +97,10 @@ def test_docs_outside_a_checkout_asks_for_out(tmp_path):
     pkg = site / "numstd"
     shutil.copytree(numstd.__path__[0], pkg, symlinks=False,
                     ignore=shutil.ignore_patterns("__pycache__", "reference_data", "*.so"))
+    from importlib import resources
+
+    if not (pkg / "standards").is_dir():  # a source checkout maps the data package to the repo's standards/
+        shutil.copytree(str(resources.files("numstd.standards")), pkg / "standards")
     code = "import sys; from numstd.cli import main; sys.exit(main(['docs']))"
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                        env={"PYTHONPATH": str(site), "NUMSTD_NATIVE": "0", "PATH": "/usr/bin:/bin"})

@@ -1,4 +1,5 @@
-"""Modules that are also the function they are named after (``numstd.reference``, ``survey``, ``grade``).
+"""Modules that are also the function they are named after (``numstd.reference``, ``survey``, ``grade``,
+and ``numstd.judge.check``, which the old path ``numstd.check`` names).
 
 The public API is ``numstd.reference(op, inputs)``, ``numstd.survey(...)`` and ``numstd.grade(...)``,
 while the code lives in modules of the same names; importing such a submodule rebinds the package

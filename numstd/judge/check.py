@@ -280,3 +280,10 @@ def assert_conforms(actual: Any, *, op: str, inputs: Sequence[Any], standard: An
     if not v.passed:
         raise NonConformance(v.message, v)
     return v
+
+
+# ``import numstd.check`` (the module path before the layers) binds the package attribute
+# ``numstd.check`` to this module; making the module callable keeps ``numstd.check(...)`` the function.
+from ..core._callable import make_callable  # noqa: E402
+
+make_callable(__name__, check)
