@@ -32,6 +32,7 @@ COMMANDS = {
     "publish": ("numstd.publish", "move a reviewed draft into standards/, update LOCK and docs"),
     "grade": ("numstd.grade_cli", "grade a KernelBench-layout candidate against its problem"),
     "report": ("numstd.report", "write Markdown/HTML reports of saved verdicts"),
+    "review": ("numstd.cli", "print a rubric-ready Markdown block for a grade report or verdict (.json)"),
     "docs": ("numstd.docs", "regenerate docs/standards from the standard files"),
 }
 
@@ -73,6 +74,28 @@ def _configure_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="op parameter, e.g. axis=-1 or approximate=tanh (JSON values)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+
+def _configure_review(p: argparse.ArgumentParser) -> None:
+    p.add_argument("report", metavar="REPORT.json", help="`numstd grade --json` output, or a verdict's JSON")
+    p.add_argument("-o", "--output", default=None, metavar="FILE.md", help="write the block here (default: stdout)")
+
+
+def _run_review(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .errors import ParameterError
+    from .review import load_report, review_markdown
+
+    path = Path(args.report)
+    if not path.is_file():
+        raise ParameterError(f"{path}: no such file; pass the JSON that `numstd grade --json` printed")
+    text = review_markdown(load_report(path.read_text(encoding="utf-8")))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+    return 0
 
 
 def _run_list(args: argparse.Namespace) -> int:

@@ -755,12 +755,12 @@ def judge_case(std: Any, r: CaseRun, params: Mapping[str, Any] | None = None, *,
         which = ", ".join(f"inputs[{i}]" for i in r.mutated)
         return _early(std, shape, None, params, "inputs_unchanged",
                       f"the candidate wrote into {which}: a kernel must not modify its inputs (copy them first)")
-    if r.cached:
-        return _early(std, shape, None, params, "input_dependence", r.cached)
     const = _constant(r)
     if const:
         v = _early(std, shape, None, params, "constant_output", const)
         return replace(v, diagnosis=(Diagnosis("constant-output", 0.97, const),))
+    if r.cached:
+        return _early(std, shape, None, params, "input_dependence", r.cached)
     if require_reproducible and r.reproducible is False:
         return replace(_early(std, shape, None, params, "reproducible",
                               "two candidate runs on the same inputs gave different bits; the standard requires "

@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import NumstdError, ParameterError
 
-__all__ = ["load_module", "cap_dims", "grade_files", "CandidateLoadError", "configure", "run"]
+__all__ = ["load_module", "cap_dims", "second_shapes", "grade_files", "CandidateLoadError", "configure", "run"]
 
 _LOAD_LOCK = threading.Lock()
 
@@ -88,11 +88,27 @@ def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
     return changed
 
 
-def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | None = None, **kwargs: Any) -> Any:
+def second_shapes(module: ModuleType) -> dict[str, tuple[int, int]]:
+    """Set every public module-level ``int`` ≥ 8 to ``n − n//4 − 1`` (512 → 383, 16 → 11): a second
+    shape set with odd sizes off the tile multiples.  Returns ``{name: (old, new)}``."""
+    changed = {}
+    for key, value in list(vars(module).items()):
+        if key.startswith("_") or type(value) is not int or value < 8:
+            continue
+        setattr(module, key, value - value // 4 - 1)
+        changed[key] = (value, value - value // 4 - 1)
+    return changed
+
+
+def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | None = None, isolate: bool = False,
+                timeout_s: float = 120.0, shapes2: bool = True, **kwargs: Any) -> Any:
     """Load a KernelBench problem and candidate file and :func:`~numstd.grade.grade` them.
 
-    ``kwargs`` go to :func:`numstd.grade.grade` (``dtype``, ``trials``, ``seed``, ``device``, …);
-    the problem's module-level ``NUMSTD_OP`` declares its catalog op.
+    ``kwargs`` go to :func:`numstd.grade.grade` (``dtype``, ``trials``, ``seed``, ``secret_seed``,
+    ``protocol``, ``device``, …); the problem's module-level ``NUMSTD_OP`` declares its catalog op.
+    ``isolate=True`` never executes the candidate file here: it runs in a subprocess
+    (:class:`numstd.grade_isolated.IsolatedCandidate`, ``timeout_s`` per call).  ``shapes2`` grades
+    a second shape set too, the problem's size constants changed by :func:`second_shapes`.
 
     Raises
     ------
@@ -108,21 +124,42 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
         if not hasattr(prob, attr):
             raise ParameterError(f"{problem}: defines no {attr}; a KernelBench problem has Model, get_inputs "
                                  "and get_init_inputs")
-    try:
-        cand = load_module(candidate)
-    except ParameterError as exc:
-        raise CandidateLoadError(str(exc)) from exc
-    if not hasattr(cand, "ModelNew"):
-        raise CandidateLoadError(f"{candidate}: defines no ModelNew")
+    if isolate:
+        from .grade_isolated import IsolatedCandidate
+
+        if not Path(candidate).is_file():
+            raise CandidateLoadError(f"{candidate}: no such file")
+        model_new: Any = IsolatedCandidate(candidate, timeout_s=timeout_s)
+    else:
+        try:
+            cand = load_module(candidate)
+        except ParameterError as exc:
+            raise CandidateLoadError(str(exc)) from exc
+        if not hasattr(cand, "ModelNew"):
+            raise CandidateLoadError(f"{candidate}: defines no ModelNew")
+        model_new = cand.ModelNew
     init = getattr(prob, "get_init_inputs", lambda: [])
     if "op" not in kwargs and hasattr(prob, "NUMSTD_OP"):
         kwargs["op"] = prob.NUMSTD_OP
+    if shapes2 and "shapes2" not in kwargs:
+        prob2 = load_module(problem, max_dim=max_dim)
+        if second_shapes(prob2):
+            kwargs["shapes2"] = (prob2.get_inputs, getattr(prob2, "get_init_inputs", lambda: []))
     try:
-        return grade(prob.Model, cand.ModelNew, prob.get_inputs, init_inputs=init, **kwargs)
+        from dataclasses import replace
+
+        report = grade(prob.Model, model_new, prob.get_inputs, init_inputs=init, **kwargs)
+        return replace(report, protocol=dict(report.protocol, problem=str(problem), candidate=str(candidate),
+                                             max_dim=max_dim))
     except NumstdError:
         raise
     except Exception as exc:  # noqa: BLE001 - constructing ModelNew failed
+        if isolate:
+            model_new.close()
         raise CandidateLoadError(f"{candidate}: grading raised {type(exc).__name__}: {exc}") from exc
+    finally:
+        if isolate:
+            model_new.close()
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -137,6 +174,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--standard", default=None, metavar="ID@N",
                    help="module standard to judge by (default: NS-MODULE-<dtype>, latest published)")
     p.add_argument("--json", action="store_true", help="print the GradeReport as JSON (input of `numstd report`)")
+    p.add_argument("--secret-seed", type=int, default=None, metavar="S",
+                   help="secret mixed into every draw (default: drawn at random and recorded in the report)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the candidate in this process (faster; trusts the candidate). Default: a subprocess")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds allowed per candidate call in the subprocess (default 120)")
+    p.add_argument("--no-shapes2", action="store_true", help="skip the second shape set")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,7 +192,10 @@ def run(args: argparse.Namespace) -> int:
         get_format(args.dtype)  # a FormatError (exit 2) before anything is loaded
     try:
         report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, dtype=args.dtype,
-                             trials=args.trials, seed=args.seed, device=args.device, standard=args.standard)
+                             trials=args.trials, seed=args.seed, device=args.device, standard=args.standard,
+                             secret_seed=getattr(args, "secret_seed", None),
+                             isolate=not getattr(args, "in_process", True), timeout_s=getattr(args, "timeout", 120.0),
+                             shapes2=not getattr(args, "no_shapes2", False))
     except CandidateLoadError as exc:
         print(f"FAIL: the candidate cannot be graded: {exc}")
         return 1
