@@ -46,6 +46,7 @@ def standards():
 
 
 def _grade(problem, candidate, **kw):
+    kw.setdefault("shapes2", False)  # the second shape set has its own tests (test_grade_protocol.py)
     return grade_files(PROBLEMS / problem / "problem.py", PROBLEMS / problem / f"{candidate}.py", **kw)
 
 
@@ -267,24 +268,38 @@ def test_integer_inputs_are_kept_and_float_inputs_redrawn(standards):
     assert len({r.distribution for r in runs}) == len(runs) == 1 + len(dists)
 
 
-def test_same_seed_same_verdicts_other_seed_other_inputs():
-    a = _grade("gelu", "faithful", trials=1, seed=3).to_dict()
-    b = _grade("gelu", "faithful", trials=1, seed=3).to_dict()
-    c = _grade("gelu", "faithful", trials=1, seed=4).to_dict()
+def test_same_seeds_same_verdicts_other_seed_other_inputs():
+    a = _grade("gelu", "faithful", trials=1, seed=3, secret_seed=9).to_dict()
+    b = _grade("gelu", "faithful", trials=1, seed=3, secret_seed=9).to_dict()
+    c = _grade("gelu", "faithful", trials=1, seed=4, secret_seed=9).to_dict()
+    d = _grade("gelu", "faithful", trials=1, seed=3, secret_seed=10).to_dict()
     strip = lambda d: [x["verdict"]["ulp"] for x in d["cases"]]  # noqa: E731
-    assert strip(a) == strip(b) and strip(a) != strip(c)
+    assert strip(a) == strip(b) and strip(a) != strip(c) and strip(a) != strip(d)
+
+
+def test_secret_seed_is_drawn_recorded_and_reproduces_the_verdicts():
+    a = _grade("layernorm", "onepass", trials=1)
+    b = _grade("layernorm", "onepass", trials=1)
+    assert a.secret_seed is not None and a.secret_seed != b.secret_seed  # unpredictable by default
+    again = _grade("layernorm", "onepass", trials=1, secret_seed=a.secret_seed)
+    strip = lambda r: [c.verdict.to_dict() for c in r.cases]  # noqa: E731
+    assert strip(again) == strip(a)
+    assert GradeReport.from_json(a.to_json()).secret_seed == a.secret_seed
+    public = _grade("layernorm", "onepass", trials=1, protocol={"secret": False})
+    assert public.secret_seed is None
 
 
 def test_concurrent_grades_equal_sequential_ones():
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = [("gelu", "faithful"), ("relu", "identity"), ("layernorm", "noeps"), ("gelu", "faithful")]
-    run = lambda job: _grade(*job, trials=1).to_dict()  # noqa: E731
+    run = lambda job: _grade(*job, trials=1, secret_seed=1).to_dict()  # noqa: E731
     sequential = [run(j) for j in jobs]
     with ThreadPoolExecutor(max_workers=4) as pool:
         parallel = list(pool.map(run, jobs))
     for a, b in zip(sequential, parallel):
-        a.pop("seconds"), b.pop("seconds")
+        for k in ("seconds", "forward_seconds"):
+            a.pop(k), b.pop(k)
         assert a == b
 
 

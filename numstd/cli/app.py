@@ -32,6 +32,7 @@ COMMANDS = {
     "publish": ("numstd.authoring.publish", "move a reviewed draft into standards/, update LOCK and docs"),
     "grade": ("numstd.cli.grade", "grade a KernelBench-layout candidate against its problem"),
     "report": ("numstd.reporting.html", "write Markdown/HTML reports of saved verdicts"),
+    "review": ("numstd.cli.app", "print a rubric-ready Markdown block for a grade report or verdict (.json)"),
     "docs": ("numstd.authoring.docs", "regenerate docs/standards from the standard files"),
     "verify": ("numstd.cli.app", "check every shipped file against its recorded sha256; exit 1 on any mismatch"),
 }
@@ -96,6 +97,28 @@ def _run_verify(args: argparse.Namespace) -> int:
             print(f"MISMATCH {m}")
         print(f"{len(bad)} mismatch(es)" if bad else "every shipped file matches its recorded sha256")
     return 1 if bad else 0
+
+
+def _configure_review(p: argparse.ArgumentParser) -> None:
+    p.add_argument("report", metavar="REPORT.json", help="`numstd grade --json` output, or a verdict's JSON")
+    p.add_argument("-o", "--output", default=None, metavar="FILE.md", help="write the block here (default: stdout)")
+
+
+def _run_review(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..core.errors import ParameterError
+    from ..reporting.review import load_report, review_markdown
+
+    path = Path(args.report)
+    if not path.is_file():
+        raise ParameterError(f"{path}: no such file; pass the JSON that `numstd grade --json` printed")
+    text = review_markdown(load_report(path.read_text(encoding="utf-8")))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+    return 0
 
 
 def _run_list(args: argparse.Namespace) -> int:

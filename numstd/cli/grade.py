@@ -1,11 +1,8 @@
 """``python -m numstd grade``: grade a KernelBench-layout candidate file against its problem file.
 
 The problem file defines ``Model`` (a ``torch.nn.Module``), ``get_inputs()`` and
-``get_init_inputs()``; the candidate file defines ``ModelNew``.  Both are loaded with
-:mod:`importlib` from their paths (executed as Python modules — never unpickled), then
-:func:`numstd.grade.grade` runs.  ``--max-dim N`` caps the problem's size constants: every
-module-level ``int`` of the problem file greater than N (booleans excluded) is set to N before
-``get_inputs``/``get_init_inputs`` run, so a problem sized for a GPU grades on a CPU in seconds.
+``get_init_inputs()``; the candidate file defines ``ModelNew``: :func:`numstd.grade.files.grade_files`
+loads and grades them.  ``--max-dim N`` caps the problem's size constants (sizes for a CPU run).
 
 Exit codes: 0 the candidate passes, 1 it fails (including a candidate file that does not load or
 a ``ModelNew`` that cannot be built), 2 a usage error (bad arguments, a problem file that does
@@ -15,156 +12,14 @@ not load or lacks ``Model``/``get_inputs``, no standard for the dtype).
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib.util
-import sys
-import threading
-from pathlib import Path
-from types import ModuleType
-from typing import Any
 
-from ..core.errors import NumstdError, ParameterError
+from ..core.errors import ParameterError
+from ..grade.files import CandidateLoadError, cap_dims, file_inputs, grade_files, load_module, second_shapes
 
-__all__ = ["load_module", "cap_dims", "file_inputs", "grade_files", "CandidateLoadError", "configure", "run"]
-
-_LOAD_LOCK = threading.Lock()
-
-
-class CandidateLoadError(NumstdError):
-    """The candidate file does not load or lacks ``ModelNew`` (a failing candidate, exit 1)."""
-
-
-def load_module(path: str | Path, *, max_dim: int | None = None) -> ModuleType:
-    """Execute a Python file as a fresh module (registered in ``sys.modules`` under a unique name).
-
-    Parameters
-    ----------
-    path : path of a ``.py`` file
-    max_dim : int, optional
-        Cap the module's integer constants at this value (:func:`cap_dims`).
-
-    Raises
-    ------
-    ParameterError
-        When the file is missing or raises while it executes (the message carries the exception).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ParameterError(f"{p}: no such file; pass the path of a KernelBench-layout .py file")
-    digest = hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:12]
-    name = f"numstd_loaded_{p.stem}_{digest}"
-    spec = importlib.util.spec_from_file_location(name, p)
-    if spec is None or spec.loader is None:
-        raise ParameterError(f"{p}: cannot be loaded as a Python module")
-    mod = importlib.util.module_from_spec(spec)
-    with _LOAD_LOCK:
-        sys.modules[name] = mod  # classes and dataclasses look their module up here
-    try:
-        spec.loader.exec_module(mod)
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's file is reported, not raised raw
-        with _LOAD_LOCK:
-            sys.modules.pop(name, None)
-        hint = _install_hint(exc)
-        raise ParameterError(f"{p}: raised {type(exc).__name__} while loading: {exc}{hint}") from exc
-    if max_dim is not None:
-        cap_dims(mod, max_dim)
-    return mod
-
-
-#: packages a KernelBench file imports -> how to install them
-_INSTALL = {"torch": "pip install torch (or pip install 'numstd[torch]')",
-            "jax": "pip install jax (or pip install 'numstd[jax]')"}
-
-
-def _install_hint(exc: BaseException) -> str:
-    """``"; install it: …"`` when ``exc`` is a missing torch or jax, else ``""``."""
-    top = (getattr(exc, "name", None) or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
-    return f"; grading this file needs {top}: {_INSTALL[top]}" if top in _INSTALL else ""
-
-
-def file_inputs(path: str | Path) -> Any:
-    """``make_inputs`` for :func:`~numstd.grade.grade` from a tensor file (:mod:`numstd.tensorio`).
-
-    The tensors are passed in the order of their sorted names (name them ``0``, ``1``, … or
-    ``a``, ``b``, …), exactly (bfloat16 and fp8 bit for bit), as torch tensors when torch is
-    installed (KernelBench modules are torch) and numpy arrays otherwise.
-    """
-    from ..core.tensorio import load
-
-    f = load(path)
-    arrays = [f.arrays[k] for k in sorted(f.arrays)]
-    try:
-        from ..backends.torch_backend import to_torch
-
-        import torch  # noqa: F401 - only whether it is there
-    except ImportError:
-        return lambda: list(arrays)
-    return lambda: [to_torch(a, "cpu") for a in arrays]
-
-
-def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
-    """Set every public module-level ``int`` greater than ``max_dim`` to ``max_dim``.
-
-    Returns ``{name: (old, new)}`` of the changed constants.  ``bool`` values and names starting
-    with ``_`` are left alone; constants computed at import time from others (``K = 2 * dim``) are
-    capped independently, since they are module-level ints too.
-    """
-    if isinstance(max_dim, bool) or not isinstance(max_dim, int) or max_dim < 1:
-        raise ParameterError(f"--max-dim must be a positive integer, got {max_dim!r}")
-    changed = {}
-    for key, value in list(vars(module).items()):
-        if key.startswith("_") or type(value) is not int or value <= max_dim:
-            continue
-        setattr(module, key, max_dim)
-        changed[key] = (value, max_dim)
-    return changed
-
-
-def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | None = None,
-                inputs: str | Path | None = None, progress: Any = None, **kwargs: Any) -> Any:
-    """Load a KernelBench problem and candidate file and :func:`~numstd.grade.grade` them.
-
-    ``inputs`` (a tensor file, :func:`file_inputs`) replaces the problem's ``get_inputs`` draw;
-    ``progress(done, 3)`` (optional) is called after loading the problem, the candidate, and grading.
-
-    ``kwargs`` go to :func:`numstd.grade.grade` (``dtype``, ``trials``, ``seed``, ``device``, …);
-    the problem's module-level ``NUMSTD_OP`` declares its catalog op.
-
-    Raises
-    ------
-    ParameterError
-        For a problem file that does not load or lacks ``Model``/``get_inputs``.
-    CandidateLoadError
-        For a candidate file that does not load or lacks ``ModelNew``.
-    """
-    from ..grade.grading import grade
-
-    step = progress or (lambda done, total: None)
-    prob = load_module(problem, max_dim=max_dim)
-    step(1, 3)
-    for attr in ("Model", "get_inputs"):
-        if not hasattr(prob, attr):
-            raise ParameterError(f"{problem}: defines no {attr}; a KernelBench problem has Model, get_inputs "
-                                 "and get_init_inputs")
-    try:
-        cand = load_module(candidate)
-    except ParameterError as exc:
-        raise CandidateLoadError(str(exc)) from exc
-    if not hasattr(cand, "ModelNew"):
-        raise CandidateLoadError(f"{candidate}: defines no ModelNew")
-    step(2, 3)
-    init = getattr(prob, "get_init_inputs", lambda: [])
-    if "op" not in kwargs and hasattr(prob, "NUMSTD_OP"):
-        kwargs["op"] = prob.NUMSTD_OP
-    make_inputs = prob.get_inputs if inputs is None else file_inputs(inputs)
-    try:
-        report = grade(prob.Model, cand.ModelNew, make_inputs, init_inputs=init, **kwargs)
-        step(3, 3)
-        return report
-    except NumstdError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - constructing ModelNew failed
-        raise CandidateLoadError(f"{candidate}: grading raised {type(exc).__name__}: {exc}") from exc
+# the library functions are re-exported: ``numstd.grade_cli`` (this module's path before the
+# layers) named them
+__all__ = ["configure", "run", "grade_files", "load_module", "cap_dims", "file_inputs", "second_shapes",
+           "CandidateLoadError"]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -181,6 +36,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--standard", default=None, metavar="ID@N",
                    help="module standard to judge by (default: NS-MODULE-<dtype>, latest published)")
     p.add_argument("--json", action="store_true", help="print the GradeReport as JSON (input of `numstd report`)")
+    p.add_argument("--secret-seed", type=int, default=None, metavar="S",
+                   help="secret mixed into every draw (default: drawn at random and recorded in the report)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the candidate in this process (faster; trusts the candidate). Default: a subprocess")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds allowed per candidate call in the subprocess (default 120)")
+    p.add_argument("--no-shapes2", action="store_true", help="skip the second shape set")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
 
         report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, inputs=args.inputs,
                              progress=counter("grade", "step"), dtype=args.dtype,
-                             trials=args.trials, seed=args.seed, device=args.device, standard=args.standard)
+                             trials=args.trials, seed=args.seed, device=args.device, standard=args.standard,
+                             secret_seed=getattr(args, "secret_seed", None),
+                             isolate=not getattr(args, "in_process", True), timeout_s=getattr(args, "timeout", 120.0),
+                             shapes2=not getattr(args, "no_shapes2", False))
     except CandidateLoadError as exc:
         print(f"FAIL: the candidate cannot be graded: {exc}")
         return 1

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..ops import OPS
 
-__all__ = ["Variant", "VARIANTS", "FAMILIES", "MODULES", "variants_for", "input_formats"]
+__all__ = ["Variant", "VARIANTS", "FAMILIES", "FAMILY_CAUSES", "MODULES", "variants_for", "input_formats", "with_causes"]
 
 #: family modules of the corpus (each op's entry in :mod:`numstd.ops` names its module), loaded on
 #: first use of :data:`VARIANTS`.
@@ -70,6 +70,21 @@ FAMILIES: Mapping[str, str] = {
     "indexing": "wrong indices, axes, masks or transposes (bug)",
     "formula-error": "a wrong formula (bug)",
     "zeros": "returns zeros (bug)",
+}
+
+#: the diagnosis cause (:data:`numstd.diagnosis.CAUSES`) a bug of each family has unless its module
+#: labels it otherwise (:func:`with_causes`); families absent here (``corruption``, ``eps``,
+#: ``formula-error``, ``indexing``, ``missing-branch``, ``scan``) name no single cause by themselves.
+FAMILY_CAUSES: Mapping[str, str] = {
+    "accumulation-precision": "low-precision-accumulation",
+    "dropped-tile": "dropped-terms",
+    "truncation": "truncation",
+    "scale": "scale",
+    "input-rounding": "precision-downgrade",
+    "max-subtraction": "missing-max-subtraction",
+    "variance": "one-pass-variance",
+    "approximation": "approximation",
+    "zeros": "constant-output",
 }
 
 
@@ -104,6 +119,11 @@ class Variant:
         The accumulation formats the variant models (hardware models and libraries accumulate in
         float32 only; their ``fn`` raises :class:`~numstd.errors.ParameterError` for another
         ``acc``); None means any.
+    cause : str or None
+        For a bug, the :data:`numstd.diagnosis.CAUSES` class it belongs to (its family's
+        :data:`FAMILY_CAUSES` entry unless its module labels it, :func:`with_causes`); None for
+        legitimate variants and for bugs of no named class.  The diagnosis benchmark scores
+        :func:`numstd.diagnosis.diagnose` against it.
     """
 
     op: str
@@ -115,6 +135,7 @@ class Variant:
     applies: Callable[..., bool] | None = None
     observable: Callable[..., bool] | None = None
     acc_formats: tuple[str, ...] | None = None
+    cause: str | None = None
 
     @property
     def key(self) -> str:
@@ -158,6 +179,18 @@ class Variant:
 
         _, arrays, full = validate(self.op, list(inputs), dict(params or {}))
         return self.fn(arrays, full, get_format(out), get_format(acc), int(seed))
+
+
+def with_causes(store: Sequence[Variant], labels: Mapping[str, str | None]) -> tuple[Variant, ...]:
+    """The variants of ``store`` with their ``cause``: ``labels[name]`` where given (None: no named
+    class), else the family's :data:`FAMILY_CAUSES` entry for bugs; legitimate variants get None."""
+    from dataclasses import replace
+
+    out = []
+    for v in store:
+        cause = None if v.legit else labels.get(v.name, FAMILY_CAUSES.get(v.family))
+        out.append(replace(v, cause=cause))
+    return tuple(out)
 
 
 def input_formats(inputs: Sequence[Any]) -> list:

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.formats import FORMATS, Format
+from . import with_causes
 from ._common import (
     FP32_ONLY, corrupt_one, f64, finish, float32_inputs, from_torch, low_precision_inputs,
     narrow_out, registrar, rnd, to_torch, torch_same_format,
@@ -413,4 +414,7 @@ def _zeros(A, B, acc, out, seed):
     return np.zeros(output_shape("matmul", [A, B]))
 
 
-VARIANTS: tuple = tuple(_V)
+#: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
+_CAUSES: dict = {"transposed-b": "wrong-axis", "corrupted-element": None}
+
+VARIANTS: tuple = with_causes(_V, _CAUSES)

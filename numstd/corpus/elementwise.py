@@ -31,6 +31,7 @@ import numpy as np
 
 from ..core.formats import Format
 from ..ops import OPS as CATALOG
+from . import with_causes
 from ._common import (
     FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, to_torch, torch_inputs, Work,
 )
@@ -483,4 +484,7 @@ for _op in OPS:
     for _name, _family, _legit, _description, _formula in CATALOG[_op].variants:
         _each(_name, _family, _legit, _description, ops=(_op,), observe=not _legit)(_entry_variant(_formula))
 
-VARIANTS: tuple = tuple(_V)
+#: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
+_CAUSES: dict = {"unclamped-exp": "specials", "dropped-clamp": "specials", "positive-only": None}
+
+VARIANTS: tuple = with_causes(_V, _CAUSES)

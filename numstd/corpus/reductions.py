@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..core.formats import FORMATS, Format
+from . import with_causes
 from ._common import (
     FP32_ONLY, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
     torch_same_format, Work,
@@ -415,4 +416,7 @@ def _cs_zeros(x, w, out):
     return np.zeros(x.shape)
 
 
-VARIANTS: tuple = tuple(_V)
+#: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
+_CAUSES: dict = {"exclusive": "dropped-terms", "missing-carries": "dropped-terms", "dropped-tail-block": "dropped-terms"}
+
+VARIANTS: tuple = with_causes(_V, _CAUSES)

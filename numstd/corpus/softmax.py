@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..core.formats import FORMATS, Format
+from . import with_causes
 from ._common import (
     FP32_ONLY, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, row_sum, to_last,
     to_torch, torch_same_format, Work,
@@ -346,4 +347,7 @@ variant("log_softmax", "log-of-softmax", "formula-error", False,
         observable=_log_of_softmax_visible)(_log_of_softmax)
 
 
-VARIANTS: tuple = tuple(_V)
+#: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
+_CAUSES: dict = {"uniform": "constant-output", "log-of-softmax": "specials"}
+
+VARIANTS: tuple = with_causes(_V, _CAUSES)

@@ -17,7 +17,7 @@ import numpy as np
 from ..core.arrays import to_numpy
 from ..core.errors import DtypeError, ParameterError
 
-__all__: list[str] = []  # (internal to numstd.grade)
+__all__ = ["precision_environment"]  # (the adapters are internal to numstd.grade)
 
 _SEEDED = threading.Lock()  # make_inputs and constructors use torch's global RNG
 
@@ -209,6 +209,40 @@ class _Jax(_Adapter):
                 out = fn(*inputs)
                 return self.jax.tree_util.tree_map(np.asarray, out)
         return fn(*inputs)
+
+
+def precision_environment(framework: str = "") -> dict:
+    """The switches that change a kernel's arithmetic behind its back, as strings (recorded in reports).
+
+    torch (when imported): ``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``,
+    ``torch.get_float32_matmul_precision()``, autocast state on CPU and CUDA; jax (when imported):
+    ``jax_default_matmul_precision``; the environment variables ``NEURON_CC_FLAGS``,
+    ``NVIDIA_TF32_OVERRIDE`` and ``XLA_FLAGS``.  Frameworks not yet imported are not imported.
+    """
+    import os
+    import sys
+
+    env: dict = {k: os.environ.get(k) for k in ("NEURON_CC_FLAGS", "NVIDIA_TF32_OVERRIDE", "XLA_FLAGS")}
+    torch = sys.modules.get("torch")
+    if torch is not None or framework == "torch":
+        import torch
+
+        env["torch"] = torch.__version__
+        env["torch.backends.cuda.matmul.allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+        env["torch.backends.cudnn.allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
+        env["torch.float32_matmul_precision"] = torch.get_float32_matmul_precision()
+        for dev in ("cpu", "cuda"):
+            try:
+                env[f"torch.autocast.{dev}"] = bool(torch.is_autocast_enabled(dev))
+            except (TypeError, RuntimeError):  # older torch: per-device functions
+                env[f"torch.autocast.{dev}"] = bool(torch.is_autocast_cpu_enabled() if dev == "cpu"
+                                                    else torch.is_autocast_enabled())
+        env["torch.cuda"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        env["jax"] = getattr(jax, "__version__", "")
+        env["jax_default_matmul_precision"] = str(jax.config.jax_default_matmul_precision)
+    return env
 
 
 def _share_weights(base: Any, cand: Any) -> bool:

@@ -50,6 +50,8 @@ __all__ = [
     "GradeReport",
     "CaseVerdict",
     "CaseRun",
+    "Protocol",
+    "combined_seed",
     "run_cases",
     "judge_module",
     "judge_case",
@@ -197,6 +199,12 @@ class CaseRun:
         consisted of.
     inputs : list
         The working-format inputs as numpy (kept only when asked: a declared op needs them).
+    order : str
+        ``"candidate-first"`` or ``"reference-first"``: which ran first on this case.
+    reproducible : bool or None
+        Whether a second candidate run on the same inputs gave the same bits (None: not tested).
+    cached : str
+        Why the output looks cached or input-independent (empty when it does not).
     """
 
     trial: int
@@ -209,6 +217,9 @@ class CaseRun:
     mutated: list = field(default_factory=list)
     op_call: tuple | None = None
     inputs: list = field(default_factory=list)
+    order: str = "reference-first"
+    reproducible: bool | None = None
+    cached: str = ""
 
 
 def _seed_of(seed: int, trial: int, dist: str) -> int:
@@ -245,6 +256,7 @@ class _Setup:
     reference: Any
     candidate: Any
     samples: list
+    init: list = field(default_factory=list)
 
 
 def _setup(reference: Any, candidate: Any, make_inputs: Callable, init_inputs: Any, trials: int, seed: int,
@@ -271,7 +283,7 @@ def _setup(reference: Any, candidate: Any, make_inputs: Callable, init_inputs: A
         with adapter.seeded(s):
             samples.append(list(make_inputs()))
     assert adapter is not None
-    return _Setup(adapter, reference, candidate, samples)
+    return _Setup(adapter, reference, candidate, samples, init)
 
 
 def _is_torch_object(x: Any) -> bool:
@@ -279,13 +291,18 @@ def _is_torch_object(x: Any) -> bool:
 
 
 def _run_all(setup: _Setup, fmt: Any, distributions: Sequence[str], seed: int, record: bool,
-             keep_inputs: bool) -> list[CaseRun]:
+             keep_inputs: bool, protocol: "Protocol | None" = None, stats: "_Stats | None" = None) -> list[CaseRun]:
     from ..core.formats import get_format
 
+    protocol = protocol or Protocol.off()
+    stats = stats if stats is not None else _Stats()
     adapter = setup.adapter
     truth_fn, base_fn, cand_fn = adapter.prepare(setup.reference, setup.candidate, fmt)
+    if hasattr(cand_fn, "bind"):  # an isolated candidate: built in its own process
+        cand_fn.bind(base_fn, adapter, fmt, setup.init, _seed_of(seed, 0, "init"))
     f64 = get_format("float64")
     runs: list[CaseRun] = []
+    index = 0
     for trial, sample in enumerate(setup.samples):
         work0 = [adapter.cast(x, fmt) for x in sample]
         for dist in (ORIGINAL, *distributions):
@@ -295,11 +312,122 @@ def _run_all(setup: _Setup, fmt: Any, distributions: Sequence[str], seed: int, r
             else:
                 rng = np.random.default_rng(s)
                 work = [_redraw(adapter, x, rng, dist, fmt) if adapter.is_float(x) else adapter.copy(x) for x in work0]
-            run = _run_one(adapter, truth_fn, base_fn, cand_fn, work, fmt, f64, trial, dist, s, record)
+            first = index == 0
+            run = _run_one(adapter, truth_fn, base_fn, cand_fn, work, fmt, f64, trial, dist, s, record,
+                           candidate_first=protocol.swap_order and index % 2 == 1,
+                           reference_twice=protocol.reference_determinism and first,
+                           candidate_twice=protocol.reproducibility and first, stats=stats)
             if keep_inputs:
                 run.inputs = [to_numpy(x, name="input").copy() if adapter.is_array(x) else x for x in work]
             runs.append(run)
+            index += 1
+    if protocol.input_dependence:
+        _mark_cached(runs)
     return runs
+
+
+def _digest(arrays: Sequence[np.ndarray] | None) -> bytes | None:
+    if arrays is None:
+        return None
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(str((a.shape, a.dtype.str)).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.digest()
+
+
+def _mark_cached(runs: list[CaseRun]) -> None:
+    """A candidate output bit-identical to an earlier case's where the reference's outputs differ:
+    a cached result, an output aliasing an earlier call, or one that ignores its inputs."""
+    seen: dict[bytes, tuple[int, bytes | None]] = {}
+    for k, r in enumerate(runs):
+        d = _digest(r.candidate)
+        if d is None:
+            continue
+        b = _digest(r.baseline)
+        if d in seen and seen[d][1] != b:
+            j = seen[d][0]
+            r.cached = (f"the candidate returned the same bits as on {runs[j].distribution} inputs of trial "
+                        f"{runs[j].trial} while the reference's outputs differ: a cached result, an output aliasing an "
+                        "earlier call, or an output that ignores its inputs")
+        seen.setdefault(d, (k, b))
+
+
+@dataclass
+class _Stats:
+    """Forward counts and seconds of one grade (the cost benchmark reads them)."""
+
+    forwards: dict = field(default_factory=lambda: {"truth": 0, "reference": 0, "candidate": 0})
+    seconds: dict = field(default_factory=lambda: {"truth": 0.0, "reference": 0.0, "candidate": 0.0})
+
+    def timed(self, kind: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.forwards[kind] += 1
+            self.seconds[kind] += time.perf_counter() - t
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The steps of :func:`grade`'s anti-gaming protocol; each can be switched off.
+
+    Attributes
+    ----------
+    secret : bool
+        Draw every input from the public ``seed`` combined with a ``secret_seed`` (recorded in the
+        report; drawn with :mod:`secrets` when not given).
+    swap_order : bool
+        Run the candidate before the reference on every other case (a candidate reading the
+        reference's freed output memory, KernelBench's result-reuse exploit, fails there).
+    input_dependence : bool
+        Fail a case whose output is bit-identical to an earlier case's while the reference's differ
+        (cached results, aliasing, inputs ignored), and a constant output where the reference's varies.
+    reproducibility : bool
+        Run the candidate twice on the first case's inputs and report whether the bits agree.
+    require_reproducible : bool
+        Fail the first case when they do not (a standard that demands bit-reproducibility).
+    reference_determinism : bool
+        Run the reference twice on the first case's inputs; raise when they differ (dropout, random ops).
+    second_shapes : bool
+        Grade a second shape set too where one is given (:func:`grade`'s ``shapes2``).
+    diagnose : bool
+        Attach :func:`numstd.diagnosis.diagnose`'s causes to failing verdicts.
+    """
+
+    secret: bool = True
+    swap_order: bool = True
+    input_dependence: bool = True
+    reproducibility: bool = True
+    require_reproducible: bool = False
+    reference_determinism: bool = True
+    second_shapes: bool = True
+    diagnose: bool = True
+
+    @classmethod
+    def off(cls) -> "Protocol":
+        """Every step off (what :func:`run_cases` does for calibration)."""
+        return cls(False, False, False, False, False, False, False, False)
+
+    @classmethod
+    def of(cls, value: Any) -> "Protocol":
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            bad = sorted(set(value) - set(cls.__dataclass_fields__))
+            if bad:
+                raise ParameterError(f"protocol: unknown step(s) {bad}; steps are {', '.join(cls.__dataclass_fields__)}")
+            return replace(cls(), **{k: bool(v) for k, v in value.items()})
+        raise ParameterError(f"protocol={value!r}: pass a numstd.grade.Protocol or a dict of steps, e.g. "
+                             "{'swap_order': False}")
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 def run_cases(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any]], *,
@@ -327,14 +455,29 @@ def run_cases(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence
 
 
 def _run_one(adapter: _Adapter, truth_fn: Callable, base_fn: Callable, cand_fn: Callable, work: list, fmt: Any,
-             f64: Any, trial: int, dist: str, seed: int, record: bool) -> CaseRun:
+             f64: Any, trial: int, dist: str, seed: int, record: bool, *, candidate_first: bool = False,
+             reference_twice: bool = False, candidate_twice: bool = False, stats: "_Stats | None" = None) -> CaseRun:
+    stats = stats if stats is not None else _Stats()
     truth_in = [adapter.cast(x, f64) if adapter.is_float(x) else adapter.copy(x) for x in work]
     base_in = [adapter.copy(x) for x in work]
     cand_in = [adapter.copy(x) for x in work]
     where = f"trial {trial}, {dist} inputs"
+
+    def candidate_run(inputs: list) -> tuple[list | None, str]:
+        try:
+            out = stats.timed("candidate", adapter.call, cand_fn, inputs)
+        except Exception as exc:  # noqa: BLE001 - a candidate that crashes fails, it does not crash the grader
+            return None, f"the candidate raised {type(exc).__name__}: {exc}"
+        try:
+            return [np.array(x, copy=True) for x in _leaves(out)], ""
+        except NumstdError as exc:
+            return None, f"the candidate returned {type(out).__name__}, not arrays ({exc})"
+
+    if candidate_first:
+        candidate, error = candidate_run(cand_in)
     try:
         truth = [np.asarray(x, dtype=np.float64) if x.dtype.kind in "fV" else x
-                 for x in _leaves(adapter.call(truth_fn, truth_in, float64=True))]
+                 for x in _leaves(stats.timed("truth", adapter.call, truth_fn, truth_in, float64=True))]
     except Exception as exc:  # noqa: BLE001 - the reference must run: that is a usage error
         raise NumstdError(f"the reference raised {type(exc).__name__}: {exc} in float64 ({where}); "
                           "grade needs a reference that runs in float64 on the suite's inputs") from exc
@@ -342,25 +485,49 @@ def _run_one(adapter: _Adapter, truth_fn: Callable, base_fn: Callable, cand_fn: 
     try:
         if record:
             rec = _recorder()
-            base_out = adapter.call(base_fn, base_in, recorder=rec)
+            base_out = stats.timed("reference", adapter.call, base_fn, base_in, recorder=rec)
             op_call = _detected_op(rec.calls)
         else:
-            base_out = adapter.call(base_fn, base_in)
-        baseline = _leaves(base_out)
+            base_out = stats.timed("reference", adapter.call, base_fn, base_in)
+        baseline = [np.array(x, copy=True) for x in _leaves(base_out)]
+        if reference_twice:
+            again = _leaves(stats.timed("reference", adapter.call, base_fn, [adapter.copy(x) for x in work]))
+            _require_deterministic(baseline, again, where)
+    except NumstdError:
+        raise
     except Exception as exc:  # noqa: BLE001
         raise NumstdError(f"the reference raised {type(exc).__name__}: {exc} in {fmt.name} ({where})") from exc
-    candidate, error = None, ""
-    try:
-        cand_out = adapter.call(cand_fn, cand_in)
-    except Exception as exc:  # noqa: BLE001 - a candidate that crashes fails, it does not crash the grader
-        error = f"the candidate raised {type(exc).__name__}: {exc}"
-    else:
-        try:
-            candidate = _leaves(cand_out)
-        except NumstdError as exc:
-            error = f"the candidate returned {type(cand_out).__name__}, not arrays ({exc})"
+    if not candidate_first:
+        candidate, error = candidate_run(cand_in)
     mutated = [i for i, (a, b) in enumerate(zip(cand_in, work)) if not adapter.same(a, b)]
-    return CaseRun(trial, dist, seed, truth, baseline, candidate, error, mutated, op_call)
+    mutated = sorted(set(mutated) | set(getattr(cand_fn, "last_mutated", ()) or ()))
+    reproducible = None
+    if candidate_twice and candidate is not None:
+        again, _ = candidate_run([adapter.copy(x) for x in work])
+        reproducible = again is not None and _digest(again) == _digest(candidate)
+    return CaseRun(trial, dist, seed, truth, baseline, candidate, error, mutated, op_call,
+                   order="candidate-first" if candidate_first else "reference-first", reproducible=reproducible)
+
+
+def _require_deterministic(first: list, second: list, where: str) -> None:
+    """Raise when two reference runs on the same inputs differ beyond a few ULPs of the output's scale."""
+    for a, b in zip(first, second):
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        if a.shape != b.shape:
+            raise NumstdError(f"the reference returned different shapes on the same inputs ({where})")
+        fa, fb = np.isfinite(a), np.isfinite(b)
+        if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb], equal_nan=True):
+            diff = True
+        else:
+            scale = float(np.max(np.abs(a[fa]))) if fa.any() else 0.0
+            diff = bool(fa.any()) and float(np.max(np.abs(a[fa] - b[fb]))) > 2.0 ** -7 * max(scale, 1e-30)
+        if diff:
+            raise NumstdError(
+                f"the reference is nondeterministic: two runs on the same inputs differ ({where}), so no verdict would be "
+                "reproducible. Usual causes: dropout or batch-norm in training mode, random ops (torch.rand*, "
+                "bernoulli) in forward. Fix: call .eval() on the model, remove the random ops, or seed them inside "
+                "forward (torch.manual_seed(<fixed>)); or pass protocol={'reference_determinism': False}")
 
 
 # ---------------------------------------------------------------------------------- grade
@@ -391,10 +558,19 @@ def _declared_op(op: Any) -> tuple[str, dict] | None:
     raise ParameterError(f"op={op!r}: declare the catalog op as ('softmax', {{'axis': -1}}) or a name")
 
 
+def combined_seed(seed: int, secret_seed: int | None) -> int:
+    """The seed every input is drawn from: ``seed`` alone, or mixed with ``secret_seed`` (SeedSequence)."""
+    if secret_seed is None:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(secret_seed) & 0xFFFFFFFFFFFFFFFF,
+                                       0x5EC7]).generate_state(1)[0])
+
+
 def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any]], *, init_inputs: Any = (),
           dtype: Any = None, trials: int = 5, seed: int = 0, distributions: Any = "standard",
-          device: str = "cpu", op: Any = "auto", standard: Any = None) -> GradeReport:
-    """Grade a candidate module against its reference; see the module docstring.
+          device: str = "cpu", op: Any = "auto", standard: Any = None, secret_seed: int | None = None,
+          protocol: Any = None, shapes2: tuple | None = None) -> GradeReport:
+    """Grade a candidate module against its reference; see the module docstring and ``docs/grading.md``.
 
     Parameters
     ----------
@@ -402,6 +578,8 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
         Classes are constructed from ``init_inputs`` with torch seeded identically; module weights are
         copied from the reference into the candidate when the state_dict names and shapes match.
         Neither object is modified (deep copies are moved to the working dtype and to float64).
+        In-process grading *trusts the candidate* (it shares the grader's memory and could patch
+        it); :func:`numstd.grade_cli.grade_files` with ``isolate=True`` runs it in a subprocess.
     make_inputs : callable
         Returns the list of inputs (KernelBench ``get_inputs``); called once per trial, seeded.
     init_inputs : sequence or callable
@@ -412,7 +590,7 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
     trials : int
         Independent draws of ``make_inputs`` (each with every distribution's redraw).
     seed : int
-        Seeds every draw; the same seed gives the same verdicts.
+        The public seed of every draw.
     distributions : "standard", sequence of names, or None
         Redraws besides the original draw: the module standard's suite (default), a list of
         :data:`numstd.suites.DISTRIBUTIONS` names, or None for the original draw only.
@@ -423,26 +601,66 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
         detects a forward that is a single call of a catalog op (torch only); None disables it.
     standard : str or Standard, optional
         Pin the module standard (``"NS-MODULE-BF16@1"``); default: the one for the working format.
+    secret_seed : int, optional
+        Mixed with ``seed`` into every draw (:func:`combined_seed`) so a candidate cannot predict its
+        inputs; drawn with :mod:`secrets` when None and the protocol's ``secret`` step is on.  Recorded
+        in the report: the same ``seed`` and ``secret_seed`` reproduce every verdict exactly.
+    protocol : Protocol or mapping, optional
+        The anti-gaming steps (:class:`Protocol`; default: all on but ``require_reproducible``).
+    shapes2 : (make_inputs, init_inputs), optional
+        A second shape set (module classes are rebuilt from its ``init_inputs``); its cases are
+        labelled ``<distribution>@shapes2``.  :func:`numstd.grade_cli.grade_files` derives one from
+        the problem's size constants.
 
     Returns
     -------
     GradeReport
+
+    Raises
+    ------
+    NumstdError
+        When the reference raises, or gives different outputs on the same inputs (dropout in
+        training mode, random ops: call ``.eval()`` or fix a seed).
     """
+    import secrets
+
     start = time.perf_counter()
+    proto = Protocol.of(protocol)
+    if secret_seed is None and proto.secret:
+        secret_seed = secrets.randbits(32)
+    mixed = combined_seed(seed, secret_seed)
+    stats = _Stats()
     declared = _declared_op(op)
     if declared is None and op == "auto":
         declared = _declared_op(getattr(_module_of(reference), "NUMSTD_OP", None))
-    setup = _setup(reference, candidate, make_inputs, init_inputs, trials, seed, device)
+    setup = _setup(reference, candidate, make_inputs, init_inputs, trials, mixed, device)
     fmt = _working_format(dtype, setup.samples[0], setup.adapter)
     std = module_standard(fmt, standard)
     dists = _distributions(distributions, std)
     detect = declared is None and op == "auto" and setup.adapter.name == "torch"
-    runs = _run_all(setup, std.output, dists, seed, detect, keep_inputs=declared is not None)
+    runs = _run_all(setup, std.output, dists, mixed, detect, True, proto, stats)
+    shapes_note = ""
+    if shapes2 is not None and proto.second_shapes:
+        if isinstance(reference, type) or isinstance(candidate, type) or setup.adapter.name != "torch":
+            try:
+                s2 = _setup(reference, candidate, shapes2[0], shapes2[1], trials, combined_seed(mixed, 2), device)
+                more = _run_all(s2, std.output, dists, combined_seed(mixed, 2), detect, True,
+                                replace(proto, reference_determinism=False, reproducibility=False), stats)
+                for r in more:
+                    r.distribution = f"{r.distribution}@shapes2"
+                runs += more
+                shapes_note = "graded"
+            except NumstdError as exc:
+                shapes_note = f"skipped: {exc}"
+        else:
+            shapes_note = "skipped: module instances cannot be rebuilt at other shapes (pass classes)"
     cases: list[CaseVerdict] = []
     op_used, op_note, op_failed = None, "", False
     for r in runs:
-        params = {"trial": r.trial, "distribution": r.distribution, "seed": r.seed}
-        v = judge_case(std, r, params)
+        params = {"trial": r.trial, "distribution": r.distribution, "seed": r.seed, "order": r.order}
+        v = judge_case(std, r, params, require_reproducible=proto.require_reproducible)
+        if proto.diagnose and not v.passed and not v.diagnosis:
+            v = replace(v, diagnosis=_diagnose_case(r, std.output, setup.adapter, declared))
         cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "module", v))
         call = _op_call_for(declared, r)
         if call is None:
@@ -452,7 +670,7 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
                            if setup.adapter.name == "torch" else
                            "none: op detection needs torch; pass op=(name, params) to add the op's standard")
             continue
-        if op_failed or r.candidate is None or r.mutated or len(r.candidate) != 1:
+        if op_failed or r.candidate is None or r.mutated or r.cached or len(r.candidate) != 1:
             continue
         name, inputs, oparams, how = call
         try:
@@ -465,11 +683,62 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
         op_used = (name, dict(oparams))
         op_note = f"{name} ({how}); judged by {ov.standard_id} too"
         ov = replace(ov, params=dict(ov.params, **params))
+        if proto.diagnose and not ov.passed:
+            ov = replace(ov, diagnosis=_diagnose_op(r.candidate[0], r.truth[0], ov, name, inputs, oparams))
         cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "op", ov))
     passed = all(c.verdict.passed for c in cases)
+    reproducible = next((r.reproducible for r in runs if r.reproducible is not None), None)
+    seconds = time.perf_counter() - start
+    from .frameworks import precision_environment
+
     return GradeReport(passed=passed, standard_id=std.key, dtype=std.output.name, device=device,
                        framework=setup.adapter.name, op=op_used, op_note=op_note, cases=tuple(cases), trials=trials,
-                       distributions=(ORIGINAL, *dists), seed=seed, seconds=time.perf_counter() - start)
+                       distributions=(ORIGINAL, *dists), seed=seed, seconds=seconds, secret_seed=secret_seed,
+                       protocol=dict(proto.to_dict(), isolation=getattr(candidate, "isolation", "in-process"),
+                                     second_shapes_note=shapes_note),
+                       environment=precision_environment(setup.adapter.name), reproducible=reproducible,
+                       forwards=dict(stats.forwards), forward_seconds=round(sum(stats.seconds.values()), 6))
+
+
+def _diagnose_case(r: CaseRun, fmt: Any, adapter: _Adapter, declared: tuple | None) -> tuple:
+    """Causes of a failing module case: from the protocol's reason, or :func:`numstd.diagnosis.diagnose`
+    on the output (as the detected/declared catalog op when there is one, else as a module)."""
+    from ..judge.diagnosis import Diagnosis, diagnose
+
+    if r.cached:
+        return (Diagnosis("cached-output", 0.95, r.cached),)
+    if r.candidate is None or r.mutated or len(r.candidate) != len(r.truth):
+        return ()
+    if len(r.candidate) == 1 and r.candidate[0].shape == r.truth[0].shape:
+        y, t = r.candidate[0], r.truth[0]
+    else:
+        try:
+            y = np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1) for a in r.candidate])
+            t = np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1) for a in r.truth])
+        except ValueError:
+            return ()
+    call = _op_call_for(declared, r)
+    if call is not None and y.shape == t.shape:
+        name, inputs, oparams, _ = call
+        return _diagnose_op(y, t, None, name, inputs, oparams, fmt)
+    return diagnose(y, t, fmt=fmt, inputs=None, rerun=None)
+
+
+def _diagnose_op(y: Any, t: Any, verdict: Any, name: str, inputs: list, params: Mapping, fmt: Any = None) -> tuple:
+    from ..judge.diagnosis import diagnose
+    from ..ops import validate
+    from ..reference import reference
+
+    try:
+        _, arrays, full = validate(name, list(inputs), dict(params))
+    except NumstdError:
+        return diagnose(y, t, fmt=fmt)
+
+    def rerun(ins: Sequence[Any], **over: Any) -> np.ndarray:
+        return reference(name, ins, **dict(full, **over)).values
+
+    f = fmt if fmt is not None else (verdict.formats.get("output") if verdict is not None else None)
+    return diagnose(y, t, fmt=f, op=name, inputs=arrays, params=full, rerun=rerun)
 
 
 def _module_of(obj: Any) -> Any:
@@ -492,9 +761,14 @@ def _declared_inputs(r: CaseRun) -> list:
     return [x for x in r.inputs if isinstance(x, np.ndarray)]
 
 
-def judge_case(std: Any, r: CaseRun, params: Mapping[str, Any] | None = None) -> Verdict:
+def judge_case(std: Any, r: CaseRun, params: Mapping[str, Any] | None = None, *,
+               require_reproducible: bool = False) -> Verdict:
     """The module verdict of one :class:`CaseRun`: ``runs``/``shape`` when the candidate raised or returned no
-    arrays, ``inputs_unchanged`` when it wrote into its inputs, else :func:`judge_module`."""
+    arrays, ``inputs_unchanged`` when it wrote into its inputs, ``input_dependence`` when its output is an
+    earlier case's (cached), ``constant_output`` when it is constant where the reference's varies,
+    ``reproducible`` when asked for and two runs differ, else :func:`judge_module`."""
+    from ..judge.diagnosis import Diagnosis
+
     params = dict(params or {})
     shape = r.truth[0].shape if len(r.truth) == 1 else (sum(t.size for t in r.truth),)
     if r.candidate is None:
@@ -503,7 +777,34 @@ def judge_case(std: Any, r: CaseRun, params: Mapping[str, Any] | None = None) ->
         which = ", ".join(f"inputs[{i}]" for i in r.mutated)
         return _early(std, shape, None, params, "inputs_unchanged",
                       f"the candidate wrote into {which}: a kernel must not modify its inputs (copy them first)")
+    const = _constant(r)
+    if const:
+        v = _early(std, shape, None, params, "constant_output", const)
+        return replace(v, diagnosis=(Diagnosis("constant-output", 0.97, const),))
+    if r.cached:
+        return _early(std, shape, None, params, "input_dependence", r.cached)
+    if require_reproducible and r.reproducible is False:
+        return replace(_early(std, shape, None, params, "reproducible",
+                              "two candidate runs on the same inputs gave different bits; the standard requires "
+                              "bit-reproducibility (fix the reduction order, avoid atomics)"),
+                       diagnosis=(Diagnosis("nondeterminism", 0.95, "two runs on the same inputs differ"),))
     return judge_module(r.truth, r.baseline, r.candidate, std, params=params)
+
+
+def _constant(r: CaseRun) -> str:
+    """Why the candidate's output is constant where the reference's is not (empty when it is not)."""
+    if r.candidate is None or len(r.candidate) != len(r.baseline):
+        return ""
+    for y, b in zip(r.candidate, r.baseline):
+        y, b = np.asarray(y, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if y.size < 2 or y.shape != b.shape:
+            return ""
+        fb = b[np.isfinite(b)]
+        if fb.size < 2 or np.ptp(fb) == 0 or not np.isfinite(y).all() or np.ptp(y) != 0:
+            return ""
+    v = np.asarray(r.candidate[0], dtype=np.float64).reshape(-1)[0]
+    return (f"every output element is {'zero' if v == 0 else f'the constant {v:.6g}'} while the reference's vary: "
+            "the output does not depend on the inputs")
 
 
 class _CallableModule(types.ModuleType):

@@ -7,13 +7,19 @@ back (``python -m numstd report`` and ``numstd.report`` tabulate it).  See ``doc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .._version import __version__
 from ..judge.verdict import Verdict
 
-__all__ = ["CaseVerdict", "GradeReport", "SCHEMA"]
+SNIPPET_MAX = 300  # characters of GradeReport.snippet()
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= SNIPPET_MAX else line[:SNIPPET_MAX - 1] + "…"
+
+__all__ = ["CaseVerdict", "GradeReport", "SCHEMA", "SNIPPET_MAX"]
 
 SCHEMA = "numstd.grade/1"
 
@@ -68,6 +74,21 @@ class GradeReport:
     distributions : tuple of str
     seconds : float
         Wall time of the grade.
+    secret_seed : int or None
+        The secret mixed with ``seed`` into every draw (:func:`numstd.grade.combined_seed`); with
+        ``seed`` it reproduces every verdict.
+    protocol : mapping
+        The protocol's steps (:class:`numstd.grade.Protocol`), ``isolation`` (``"in-process"`` or
+        ``"subprocess"``) and what happened to the second shape set.
+    environment : mapping
+        The precision switches at grading time (:func:`numstd.grade_frameworks.precision_environment`).
+    reproducible : bool or None
+        Whether two candidate runs on the same inputs gave the same bits (None: not tested).
+    forwards : mapping
+        Forward calls the grade ran: ``truth`` (float64), ``reference`` (working dtype, incl. the
+        determinism rerun), ``candidate`` (incl. the reproducibility rerun).
+    forward_seconds : float
+        Seconds spent inside those forwards; ``seconds − forward_seconds`` is grade's own overhead.
     """
 
     passed: bool
@@ -84,6 +105,12 @@ class GradeReport:
     seconds: float
     numstd_version: str = __version__
     schema: str = SCHEMA
+    secret_seed: int | None = None
+    protocol: Mapping = field(default_factory=dict)
+    environment: Mapping = field(default_factory=dict)
+    reproducible: bool | None = None
+    forwards: Mapping = field(default_factory=dict)
+    forward_seconds: float = 0.0
 
     def __bool__(self) -> bool:
         return self.passed
@@ -123,18 +150,33 @@ class GradeReport:
             head += " Failed: " + " | ".join(self.reasons()[:5]) + (f" | … {bad - 5} more" if bad > 5 else "")
         return head
 
+    @property
+    def diagnosis(self) -> tuple:
+        """The likely causes over the failing cases (:func:`numstd.diagnosis.combine`), most likely first."""
+        from ..judge.diagnosis import combine
+
+        return combine([c.verdict.diagnosis for c in self.failures]) if self.failures else ()
+
     def snippet(self) -> str:
-        """One line for written feedback: outcome, standards, and the first failure's reason."""
+        """One line of at most 300 characters for written feedback: outcome, standard, where it fails, why."""
         cited = ", ".join(self.standards)
         if self.passed:
             worst = max((c.verdict.normalized_max for c in self.cases if c.kind == "module"), default=0.0)
-            return (f"PASS {cited} ({self.dtype}): {len(self.cases)} verdicts over {self.trials} trial(s) × "
+            line = (f"PASS {cited} ({self.dtype}): {len(self.cases)} verdicts over {self.trials} trial(s) × "
                     f"{len(self.distributions)} input distributions; worst quantile at {worst:.2f}× its allowance")
-        first = self.failures[0]
-        dists = [d for d in self.distributions if any(c.distribution == d for c in self.failures)]
-        why = first.verdict.snippet().split(" — ", 1)[-1]
-        return (f"FAIL {cited} ({self.dtype}): {len(self.failures)}/{len(self.cases)} verdicts fail, on "
-                f"{', '.join(dists)} inputs; first ({first.label}, {first.verdict.standard_id}): {why}")
+            return _clip(line)
+        bad = self.failures
+        dists = list(dict.fromkeys(c.distribution for c in bad))
+        crits = list(dict.fromkeys(x.name for c in bad for x in c.verdict.failed_criteria))
+        where = ", ".join(dists[:3]) + (f" +{len(dists) - 3}" if len(dists) > 3 else "")
+        line = (f"FAIL {self.standard_id} ({self.dtype}): fails {len(bad)}/{len(self.cases)} cases, "
+                f"{'/'.join(crits[:2])} on {where} inputs")
+        diag = self.diagnosis
+        if diag:
+            line += f"; likely {diag[0].cause}"
+            if len(diag) > 1:
+                line += f" (else {diag[1].cause})"
+        return _clip(line)
 
     def to_dict(self) -> dict:
         return {
@@ -144,6 +186,9 @@ class GradeReport:
             "op": None if self.op is None else [self.op[0], dict(self.op[1])], "op_note": self.op_note,
             "trials": self.trials, "distributions": list(self.distributions), "seed": self.seed,
             "seconds": self.seconds, "message": self.message, "snippet": self.snippet(),
+            "secret_seed": self.secret_seed, "protocol": dict(self.protocol), "environment": dict(self.environment),
+            "reproducible": self.reproducible, "forwards": dict(self.forwards), "forward_seconds": self.forward_seconds,
+            **({"diagnosis": [d.to_dict() for d in self.diagnosis]} if not self.passed else {}),
             "cases": [c.to_dict() for c in self.cases],
         }
 
@@ -163,7 +208,10 @@ class GradeReport:
             framework=d["framework"], op=None if op is None else (op[0], dict(op[1])), op_note=d["op_note"],
             cases=tuple(CaseVerdict.from_dict(c) for c in d["cases"]), trials=int(d["trials"]),
             distributions=tuple(d["distributions"]), seed=int(d["seed"]), seconds=float(d["seconds"]),
-            numstd_version=d.get("numstd_version", ""),
+            numstd_version=d.get("numstd_version", ""), secret_seed=d.get("secret_seed"),
+            protocol=dict(d.get("protocol") or {}), environment=dict(d.get("environment") or {}),
+            reproducible=d.get("reproducible"), forwards=dict(d.get("forwards") or {}),
+            forward_seconds=float(d.get("forward_seconds", 0.0)),
         )
 
     @classmethod

@@ -87,6 +87,11 @@ class Verdict:
         not finite (matching specials are fine; mismatches fail the specials criterion).
     message : str
         One paragraph for humans.
+    diagnosis : tuple of numstd.diagnosis.Diagnosis
+        For a failing verdict, the likely causes (``cause``, ``confidence``, ``evidence``), most
+        likely first (:func:`numstd.diagnosis.diagnose`); empty for passing verdicts and where no
+        diagnosis was made.  Written to JSON only when non-empty (an additive field of
+        ``numstd.verdict/1``: passing verdicts' JSON is unchanged).
     """
 
     passed: bool
@@ -105,6 +110,7 @@ class Verdict:
     message: str
     schema: str = SCHEMA
     numstd_version: str = field(default="")
+    diagnosis: tuple = ()
 
     def __bool__(self) -> bool:
         return self.passed
@@ -129,13 +135,17 @@ class Verdict:
             return (f"{self.standard_id}: PASS — max {self.ulp.max:.3g} ulp, mean signed "
                     f"{self.ulp.mean_signed:+.3f} ulp over {self.ulp.count:,} elements; "
                     f"max normalized error {self.normalized_max:.3g} (≤ 1 allowed)")
-        first = self.failed_criteria[0]
+        first = self.failed_criteria[0] if self.failed_criteria else CriterionResult("?", False, 0.0, 0.0, "")
+        lead = ""
+        if self.diagnosis:
+            d = self.diagnosis[0]
+            lead = f"likely {d.cause} ({d.confidence:.0%}: {d.evidence}); "
         tail = ""
         if self.worst:
             w = self.worst[0]
             tail = (f"; worst element {list(w.index)}: {w.actual!r} vs reference {w.reference!r} "
                     f"({w.ulp_error:+.3g} ulp, {w.normalized:.3g}× the bound)")
-        return f"{self.standard_id}: FAIL — {first.name} criterion: {first.message}{tail}"
+        return f"{self.standard_id}: FAIL — {lead}{first.name} criterion: {first.message}{tail}"
 
     def to_dict(self) -> dict:
         return {
@@ -145,6 +155,7 @@ class Verdict:
             "criteria": [c.to_dict() for c in self.criteria], "ulp": self.ulp.to_dict(),
             "normalized_max": _num(self.normalized_max), "worst": [w.to_dict() for w in self.worst],
             "n_elements": self.n_elements, "n_nonfinite": self.n_nonfinite, "message": self.message,
+            **({"diagnosis": [d.to_dict() for d in self.diagnosis]} if self.diagnosis and not self.passed else {}),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -164,7 +175,7 @@ class Verdict:
             ulp=UlpDistribution.from_dict(d["ulp"]), normalized_max=_unnum(d["normalized_max"]),
             worst=tuple(Offender.from_dict(w) for w in d["worst"]), n_elements=int(d["n_elements"]),
             n_nonfinite=int(d["n_nonfinite"]), message=d["message"], schema=d["schema"],
-            numstd_version=d.get("numstd_version", ""),
+            numstd_version=d.get("numstd_version", ""), diagnosis=_diagnosis(d.get("diagnosis", ())),
         )
 
     @classmethod
@@ -221,6 +232,14 @@ class Verdict:
         d["formats"] = json.loads(r["formats_json"])
         d["params"] = json.loads(r["params_json"])
         return cls.from_dict(d)
+
+
+def _diagnosis(entries: Sequence[Mapping]) -> tuple:
+    if not entries:
+        return ()
+    from .diagnosis import Diagnosis
+
+    return tuple(Diagnosis.from_dict(e) for e in entries)
 
 
 def _num(x: float) -> Any:
