@@ -72,7 +72,7 @@ FAMILIES: Mapping[str, str] = {
     "zeros": "returns zeros (bug)",
 }
 
-#: the diagnosis cause (:data:`numstd.diagnosis.CAUSES`) a bug of each family has unless its module
+#: the diagnosis cause (:data:`numstd.judge.diagnosis.CAUSES`) a bug of each family has unless its module
 #: labels it otherwise (:func:`with_causes`); families absent here (``corruption``, ``eps``,
 #: ``formula-error``, ``indexing``, ``missing-branch``, ``scan``) name no single cause by themselves.
 FAMILY_CAUSES: Mapping[str, str] = {
@@ -120,10 +120,10 @@ class Variant:
         float32 only; their ``fn`` raises :class:`~numstd.errors.ParameterError` for another
         ``acc``); None means any.
     cause : str or None
-        For a bug, the :data:`numstd.diagnosis.CAUSES` class it belongs to (its family's
+        For a bug, the :data:`numstd.judge.diagnosis.CAUSES` class it belongs to (its family's
         :data:`FAMILY_CAUSES` entry unless its module labels it, :func:`with_causes`); None for
         legitimate variants and for bugs of no named class.  The diagnosis benchmark scores
-        :func:`numstd.diagnosis.diagnose` against it.
+        :func:`numstd.judge.diagnosis.diagnose` against it.
     """
 
     op: str

@@ -1,7 +1,7 @@
 """A candidate module run in its own process: :func:`numstd.grade` without trusting the candidate.
 
 :class:`IsolatedCandidate` stands for a KernelBench ``ModelNew`` defined in a file.  The grader
-never executes that file: a child Python process (``python -m numstd.grade_isolated``) loads it,
+never executes that file: a child Python process (``python -m numstd.grade.isolated``) loads it,
 builds ``ModelNew(*init_inputs)`` under the same torch seed as the reference, loads the
 reference's weights when the state_dict names and shapes match, and runs ``forward`` on the inputs
 it is sent.  The child never sees the secret seed, the truth or the reference's outputs, cannot
@@ -123,7 +123,7 @@ class IsolatedCandidate:
                 "dtype": fmt.name, "device": str(adapter.dev), "weights": weights, "dir": str(folder)}
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-        self._proc = subprocess.Popen([sys.executable, "-m", "numstd.grade_isolated"], stdin=subprocess.PIPE,
+        self._proc = subprocess.Popen([sys.executable, "-m", "numstd.grade.isolated"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                       cwd=self._dir.name)
         self._ask({"build": spec}, timeout=max(self.timeout_s, BUILD_TIMEOUT_S))

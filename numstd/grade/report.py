@@ -152,7 +152,7 @@ class GradeReport:
 
     @property
     def diagnosis(self) -> tuple:
-        """The likely causes over the failing cases (:func:`numstd.diagnosis.combine`), most likely first."""
+        """The likely causes over the failing cases (:func:`numstd.judge.diagnosis.combine`), most likely first."""
         from ..judge.diagnosis import combine
 
         return combine([c.verdict.diagnosis for c in self.failures]) if self.failures else ()

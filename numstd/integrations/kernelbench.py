@@ -10,7 +10,7 @@ returns a :class:`KernelExecResult` with KernelBench's fields (``compiled``, ``c
 
     from numstd.integrations.kernelbench import eval_kernel_against_ref
 
-Correctness is :func:`numstd.grade_cli.grade_files` on the two sources (written to a temporary
+Correctness is :func:`numstd.grade.files.grade_files` on the two sources (written to a temporary
 folder): ``num_correct_trials`` trials of every input distribution of the module standard, the
 anti-gaming protocol of :func:`numstd.grade.grade` (secret seed, order swap, cached and constant
 outputs, input mutation, second shape set), the candidate in a subprocess unless
@@ -129,7 +129,7 @@ def eval_kernel_against_ref(original_model_src: str, custom_model_src: str, seed
     isolate : bool
         Run the candidate in a subprocess (default) or in this process (trusts the candidate).
     secret_seed, max_dim, timeout_s, **grade_kwargs :
-        Passed to :func:`numstd.grade_cli.grade_files`.
+        Passed to :func:`numstd.grade.files.grade_files`.
 
     Returns
     -------

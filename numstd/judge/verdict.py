@@ -87,9 +87,9 @@ class Verdict:
         not finite (matching specials are fine; mismatches fail the specials criterion).
     message : str
         One paragraph for humans.
-    diagnosis : tuple of numstd.diagnosis.Diagnosis
+    diagnosis : tuple of numstd.judge.diagnosis.Diagnosis
         For a failing verdict, the likely causes (``cause``, ``confidence``, ``evidence``), most
-        likely first (:func:`numstd.diagnosis.diagnose`); empty for passing verdicts and where no
+        likely first (:func:`numstd.judge.diagnosis.diagnose`); empty for passing verdicts and where no
         diagnosis was made.  Written to JSON only when non-empty (an additive field of
         ``numstd.verdict/1``: passing verdicts' JSON is unchanged).
     """

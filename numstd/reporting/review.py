@@ -3,7 +3,7 @@
 :func:`review_markdown` renders, for a :class:`~numstd.grade_report.GradeReport` (or a single
 :class:`~numstd.verdict.Verdict`): the verdict; the standard ID linked to its anchor in the
 catalog (``docs/standards/<op>.md#<id>-v<N>``); the failing criterion with its measured value and
-limit; the diagnosis (:mod:`numstd.diagnosis`) with a suggested fix; and the command that
+limit; the diagnosis (:mod:`numstd.judge.diagnosis`) with a suggested fix; and the command that
 reproduces the case (the recorded ``seed`` and ``secret_seed``).  ``python -m numstd review
 REPORT.json`` prints it.  See ``docs/reviewers.md``.
 """
