@@ -29,7 +29,8 @@ from numstd.ulp import ulp
 
 FP32 = get_format("float32")
 U = FP32.u
-ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")
+ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus",
+               "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh", "clamp")
 BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
              "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
 
@@ -57,6 +58,10 @@ CASES: dict[str, list] = {
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
+CASES["clamp"] = [((2048,), {"min": -0.5, "max": 1.0}, f, f) for f in (BF, F32)] + [((2048,), {"min": 0.1}, BF, BF)]
+for _op, _p in (("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.5}), ("leaky_relu", {"negative_slope": 0.2}),
+                ("hardtanh", {"min_val": -2.0, "max_val": 0.5})):
+    CASES[_op] = CASES[_op] + [((2048,), _p, f, f) for f in (BF, F32)]
 
 _SOFTMAX_DISTS = ("normal", "offset", "large", "rowscale")
 DISTS: dict[str, tuple[str, ...]] = {
@@ -201,7 +206,8 @@ def _reference(op, arr, p, out, name=""):
     # where legitimate formulas lose relative accuracy: x/2 (1 + erf) and x sigmoid(x) cancel
     # (error ~ u |x|), sigmoid's tanh form and torch's erf lose everything below u; FTZ below the
     # smallest normal (sigmoid/silu/exp underflow in fp32 before the output format does).
-    floor = {"gelu": 8 * U * np.abs(x), "silu": 8 * U * np.abs(x), "sigmoid": 4 * U, "erf": 4 * U}
+    floor = {"gelu": 8 * U * np.abs(x), "silu": 8 * U * np.abs(x), "sigmoid": 4 * U, "erf": 4 * U,
+             "new_gelu": 8 * U * np.abs(x), "swish": 8 * U * np.abs(x)}  # (gelu tanh and silu)
     bound = rho * ulp(r, out) + 8 * U * (1 + np.abs(x)) * np.abs(r) + floor.get(op, 0.0) \
         + FP32.smallest_normal
     return r, bound
