@@ -31,7 +31,7 @@ FP32 = get_format("float32")
 U = FP32.u
 ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus",
                "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh", "clamp")
-BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
+BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
              "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
 
 # (shape, params, input formats, output format) per op; distributions per op.
@@ -46,6 +46,8 @@ CASES: dict[str, list] = {
     "mean": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
              ((48, 40), {"axis": -1}, BF, BF), ((4, 16, 20), {"axis": (0, 2)}, F32, F32)],
     "cumsum": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32)],
+    "cumprod": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32),
+                ((8, 300), {"axis": -1}, "float16", "float16")],
     "softmax": _ROWS + [((200, 12), {"axis": 0}, BF, BF)],
     "log_softmax": _ROWS,
     "layer_norm": [((24, 256), {}, BF, BF), ((24, 256), {}, F32, F32), ((32, 40), {}, BF, BF)],
@@ -67,6 +69,7 @@ _SOFTMAX_DISTS = ("normal", "offset", "large", "rowscale")
 DISTS: dict[str, tuple[str, ...]] = {
     "matmul": ("normal", "offset", "large"), "linear": ("normal", "offset"),
     "sum": ("normal", "offset"), "mean": ("normal", "offset"), "cumsum": ("normal", "offset"),
+    "cumprod": ("smallvar", "normal"),
     "softmax": _SOFTMAX_DISTS, "log_softmax": _SOFTMAX_DISTS,
     "cross_entropy": ("normal", "offset", "large"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
@@ -138,6 +141,11 @@ def _reference(op, arr, p, out, name=""):
         r, absr = np.cumsum(x, axis=p["axis"]), np.cumsum(np.abs(x), axis=p["axis"])
         K = x.shape[p["axis"]]
         return r, 2 * (K + 2) * U * absr + rho * ulp(r, out)
+    if op == "cumprod":  # K - 1 roundings of a relative error <= u each (Higham 2002 §3.1)
+        x = a[0]
+        r = np.cumprod(x, axis=p["axis"])
+        K = x.shape[p["axis"]]
+        return r, 2 * (K + 2) * U * np.abs(r) + rho * ulp(r, out) + FP32.smallest_normal
     if op in ("softmax", "log_softmax"):
         x = a[0]
         ax = p["axis"]

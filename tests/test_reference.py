@@ -204,6 +204,30 @@ def test_cumsum(kind):
     np.testing.assert_array_equal(r0.values, r.values.T)
 
 
+@pytest.mark.parametrize("kind", ["smallvar", "normal", "underflow"])
+def test_cumprod(kind):
+    """Prefix products against mpmath; the exponent is tracked apart, so no prefix under/overflows
+    in the reference even where float64's own cumprod would (``underflow``: factors ~1e-30)."""
+    g = rng(4)
+    x = {"smallvar": lambda: 1 + 0.01 * g.standard_normal((3, 400)),
+         "normal": lambda: g.standard_normal((3, 400)),
+         "underflow": lambda: np.where(np.arange(400) % 2 == 0, 1e-30, 1e30) * g.uniform(0.5, 2, (3, 400))}[kind]()
+    x = x.astype(np.float32)
+    with mpmath.workprec(PREC):
+        exact = np.empty(x.shape, dtype=object)
+        for i, row in enumerate(mpf_array(x)):
+            run = mpmath.mpf(1)
+            for j, v in enumerate(row):
+                run *= v
+                exact[i, j] = run
+        r = reference("cumprod", [x], axis=1)
+        assert_bounded(r, exact, tight=None)
+    assert r.aux["K"].shape == (1, 400) and r.aux["K"][0, -1] == 400
+    np.testing.assert_array_equal(reference("cumprod", [x.T], axis=0).values, r.values.T)
+    if kind == "underflow":  # float64 cumprod loses these rows; the reference does not
+        assert np.isfinite(r.values).all() and (np.abs(r.values) > 0).all()
+
+
 def _exact_f32(x: np.ndarray) -> list[int]:
     """float32 values as exact integers in units of 2**-149 (the smallest float32 subnormal)."""
     return [int(np.ldexp(float(v), 149)) for v in np.asarray(x, dtype=np.float64).ravel()]
@@ -906,7 +930,7 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
     x = g.standard_normal((3, 8)).astype(np.float32)
     calls = {
         "matmul": ([x, x.T], {}), "linear": ([x, x, x[0, :3]], {}), "sum": ([x], {"axis": 1}),
-        "mean": ([x], {"axis": 0}), "cumsum": ([x], {}), "softmax": ([x], {}), "log_softmax": ([x], {}),
+        "mean": ([x], {"axis": 0}), "cumsum": ([x], {}), "cumprod": ([x], {}), "softmax": ([x], {}), "log_softmax": ([x], {}),
         "layer_norm": ([x], {}), "rms_norm": ([x], {}), "attention": ([x, x, x], {}),
         "cross_entropy": ([x, np.array([0, 7, 3])], {}),
         **{n: ([np.abs(x) if n in ("log", "rsqrt", "sqrt") else x], {}) for n in

@@ -58,7 +58,7 @@ __all__ = [
 
 #: the modules of :mod:`numstd.ops` that hold the entries, one per op family
 FAMILIES: tuple[str, ...] = (
-    "contraction", "reduction", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
+    "contraction", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
     "module",
 )
 
