@@ -238,12 +238,14 @@ def _leaky_slope_swapped(x: Any, w: Any, p: Mapping[str, Any]) -> Any:
 
 def _elu_exp_minus_one(x: Any, w: Any, p: Mapping[str, Any]) -> Any:
     """``alpha (exp(x) - 1)`` evaluated in bfloat16 arithmetic: cancellation near 0."""
-    from ..core.formats import FORMATS
-    from ..corpus._common import Work
+    from ..core.formats import FORMATS, round_to
 
-    b = Work(FORMATS["bfloat16"])
-    e = b.q(np.exp(b.q(x)))
-    return np.where(x > 0, x, w.q(b.q(e - b.c(1.0)) * w.c(p["alpha"])))
+    def b(y: Any) -> Any:  # a result rounded to bfloat16, held in the working dtype
+        return np.asarray(round_to(np.asarray(y, dtype=np.float64), FORMATS["bfloat16"]),
+                          dtype=np.float64).astype(w.dtype)
+
+    e = b(np.exp(b(x)))
+    return np.where(x > 0, x, w.q(b(e - w.dtype(1.0)) * w.c(p["alpha"])))
 
 
 def _elu_alpha_dropped(x: Any, w: Any, p: Mapping[str, Any]) -> Any:
