@@ -375,7 +375,7 @@ def _act(name: str, doc: str, ref: Any, math_fn: Any, *, torch: str | None, jax:
     if torch:
         calls["torch"] = Call(torch, call_kwargs or {})
     if jax:
-        calls["jax"] = Call(jax, call_kwargs if jax_kwargs is None else jax_kwargs)
+        calls["jax"] = Call(jax, (call_kwargs or {}) if jax_kwargs is None else jax_kwargs)
     return entry(name, "elementwise", ("x",), 0, params or {}, doc, shape=same_shape, reference=reference,
                  corpus="elementwise", terms=("x", "cond"), calls=calls, ref=ref, math=math_fn, **fields)
 
