@@ -30,7 +30,8 @@ from numstd.suites import make_case
 TOL = {"float32": 1e-5, "bfloat16": 1.6e-2, "float16": 2e-3}
 SHAPES = {"matmul": (2, 24, 40, 8), "linear": (6, 40, 5), "attention": (2, 5, 7, 8), "cross_entropy": (6, 10)}
 PARAMS = {"attention": {"causal": True}, "gelu": {"approximate": "tanh"}, "log_softmax": {"axis": 0},
-          "sum": {"axis": -1, "keepdims": True}, "mean": {"axis": None}}
+          "sum": {"axis": -1, "keepdims": True}, "mean": {"axis": None}, "clamp": {"min": -0.3, "max": 0.7},
+          "celu": {"alpha": 2.0}, "leaky_relu": {"negative_slope": 0.2}}
 
 
 def _backend_or_skip(name: str) -> B.Backend:

@@ -29,8 +29,9 @@ from numstd.ulp import ulp
 
 FP32 = get_format("float32")
 U = FP32.u
-ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")
-BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
+ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus",
+               "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh", "clamp")
+BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
              "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
 
 # (shape, params, input formats, output format) per op; distributions per op.
@@ -45,6 +46,8 @@ CASES: dict[str, list] = {
     "mean": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
              ((48, 40), {"axis": -1}, BF, BF), ((4, 16, 20), {"axis": (0, 2)}, F32, F32)],
     "cumsum": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32)],
+    "cumprod": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32),
+                ((8, 300), {"axis": -1}, "float16", "float16")],
     "softmax": _ROWS + [((200, 12), {"axis": 0}, BF, BF)],
     "log_softmax": _ROWS,
     "layer_norm": [((24, 256), {}, BF, BF), ((24, 256), {}, F32, F32), ((32, 40), {}, BF, BF)],
@@ -57,11 +60,16 @@ CASES: dict[str, list] = {
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
+CASES["clamp"] = [((2048,), {"min": -0.5, "max": 1.0}, f, f) for f in (BF, F32)] + [((2048,), {"min": 0.1}, BF, BF)]
+for _op, _p in (("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.5}), ("leaky_relu", {"negative_slope": 0.2}),
+                ("hardtanh", {"min_val": -2.0, "max_val": 0.5})):
+    CASES[_op] = CASES[_op] + [((2048,), _p, f, f) for f in (BF, F32)]
 
 _SOFTMAX_DISTS = ("normal", "offset", "large", "rowscale")
 DISTS: dict[str, tuple[str, ...]] = {
     "matmul": ("normal", "offset", "large"), "linear": ("normal", "offset"),
     "sum": ("normal", "offset"), "mean": ("normal", "offset"), "cumsum": ("normal", "offset"),
+    "cumprod": ("smallvar", "normal"),
     "softmax": _SOFTMAX_DISTS, "log_softmax": _SOFTMAX_DISTS,
     "cross_entropy": ("normal", "offset", "large"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
@@ -133,6 +141,11 @@ def _reference(op, arr, p, out, name=""):
         r, absr = np.cumsum(x, axis=p["axis"]), np.cumsum(np.abs(x), axis=p["axis"])
         K = x.shape[p["axis"]]
         return r, 2 * (K + 2) * U * absr + rho * ulp(r, out)
+    if op == "cumprod":  # K - 1 roundings of a relative error <= u each (Higham 2002 §3.1)
+        x = a[0]
+        r = np.cumprod(x, axis=p["axis"])
+        K = x.shape[p["axis"]]
+        return r, 2 * (K + 2) * U * np.abs(r) + rho * ulp(r, out) + FP32.smallest_normal
     if op in ("softmax", "log_softmax"):
         x = a[0]
         ax = p["axis"]
@@ -201,7 +214,8 @@ def _reference(op, arr, p, out, name=""):
     # where legitimate formulas lose relative accuracy: x/2 (1 + erf) and x sigmoid(x) cancel
     # (error ~ u |x|), sigmoid's tanh form and torch's erf lose everything below u; FTZ below the
     # smallest normal (sigmoid/silu/exp underflow in fp32 before the output format does).
-    floor = {"gelu": 8 * U * np.abs(x), "silu": 8 * U * np.abs(x), "sigmoid": 4 * U, "erf": 4 * U}
+    floor = {"gelu": 8 * U * np.abs(x), "silu": 8 * U * np.abs(x), "sigmoid": 4 * U, "erf": 4 * U,
+             "new_gelu": 8 * U * np.abs(x), "swish": 8 * U * np.abs(x)}  # (gelu tanh and silu)
     bound = rho * ulp(r, out) + 8 * U * (1 + np.abs(x)) * np.abs(r) + floor.get(op, 0.0) \
         + FP32.smallest_normal
     return r, bound

@@ -30,6 +30,7 @@ NEAR_MISSES = [
     ("softmax", "zeros"), ("relu", "identity"), ("relu", "inplace"), ("hardsigmoid", "noclamp"),
     ("selu", "positive_only"), ("gelu", "tanh"), ("layernorm", "onepass"), ("layernorm", "noeps"),
     ("matmul", "bf16acc"), ("cumsum", "exclusive"), ("mse", "wrongaxis"), ("cross_entropy", "nomax"),
+    ("leaky_relu", "noslope"), ("elu", "expminus1"), ("hardtanh", "tanh"), ("cumprod", "exclusive"),
 ]
 ALL_PROBLEMS = sorted(p.name for p in PROBLEMS.iterdir() if (p / "problem.py").is_file())
 

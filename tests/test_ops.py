@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from numstd.errors import DtypeError, NumstdError, ParameterError, ShapeError, UnknownOpError
 from numstd.ops import KINDS, OPS, REQUIRED, OpSpec, get_op, output_shape, validate
 
-ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")
+ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus",
+               "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh")
 
 
 def f32(*shape: int, seed: int = 0) -> np.ndarray:
@@ -33,7 +34,7 @@ def f32(*shape: int, seed: int = 0) -> np.ndarray:
 
 def test_catalog_has_the_designed_ops():
     expected = {"matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
-                "rms_norm", "attention", "cross_entropy", "module", *ELEMENTWISE}
+                "rms_norm", "attention", "cross_entropy", "module", "clamp", "cumprod", *ELEMENTWISE}
     assert set(OPS) == expected
 
 

@@ -21,6 +21,7 @@ import pytest
 from numstd.reference import Reference, reference
 from numstd.reference import contraction, elementwise
 from numstd.reference.summation import pairwise_sum, prefix_sum, two_prod, two_sum
+from numstd.ops.activation import C_EXPM1
 
 PREC = 320  # bits: exact for any sum of float32 values of the sizes used here
 TIGHT = 2.0**-20  # "tight enough to matter": fraction of the float32 ulp
@@ -201,6 +202,30 @@ def test_cumsum(kind):
         assert r.aux["K"].shape == (1, x.shape[1]) and r.aux["K"][0, -1] == x.shape[1]
     r0 = reference("cumsum", [x.T], axis=0)
     np.testing.assert_array_equal(r0.values, r.values.T)
+
+
+@pytest.mark.parametrize("kind", ["smallvar", "normal", "underflow"])
+def test_cumprod(kind):
+    """Prefix products against mpmath; the exponent is tracked apart, so no prefix under/overflows
+    in the reference even where float64's own cumprod would (``underflow``: factors ~1e-30)."""
+    g = rng(4)
+    x = {"smallvar": lambda: 1 + 0.01 * g.standard_normal((3, 400)),
+         "normal": lambda: g.standard_normal((3, 400)),
+         "underflow": lambda: np.where(np.arange(400) % 2 == 0, 1e-30, 1e30) * g.uniform(0.5, 2, (3, 400))}[kind]()
+    x = x.astype(np.float32)
+    with mpmath.workprec(PREC):
+        exact = np.empty(x.shape, dtype=object)
+        for i, row in enumerate(mpf_array(x)):
+            run = mpmath.mpf(1)
+            for j, v in enumerate(row):
+                run *= v
+                exact[i, j] = run
+        r = reference("cumprod", [x], axis=1)
+        assert_bounded(r, exact, tight=None)
+    assert r.aux["K"].shape == (1, 400) and r.aux["K"][0, -1] == 400
+    np.testing.assert_array_equal(reference("cumprod", [x.T], axis=0).values, r.values.T)
+    if kind == "underflow":  # float64 cumprod loses these rows; the reference does not
+        assert np.isfinite(r.values).all() and (np.abs(r.values) > 0).all()
 
 
 def _exact_f32(x: np.ndarray) -> list[int]:
@@ -597,6 +622,11 @@ def test_rms_norm(kind):
 # ------------------------------------------------------------------------------------------
 
 
+# torch's SELU constants as exact decimals (Klambauer et al. 2017; torch/nn/functional.py)
+_SELU_ALPHA = mpmath.mpf("1.6732632423543772848170429916717")
+_SELU_SCALE = mpmath.mpf("1.0507009873554804934193349852946")
+
+
 def _mp_gelu_tanh(x):
     # x/2 (1 + tanh(t)) = x / (1 + exp(-2t)): the same real number without the cancellation of
     # 1 + tanh(t) for t << 0, which no fixed working precision survives
@@ -619,10 +649,33 @@ MP_FUNCS = {
     # torch.nn.functional.softplus: x where beta x > threshold, else log(1 + exp(beta x)) / beta
     "softplus": lambda x: x if x > 20 else mpmath.log1p(mpmath.exp(x)),
     "softplus_beta": lambda x: x if 2 * x > 5 else mpmath.log1p(mpmath.exp(2 * x)) / 2,
+    # activations (numstd.ops.activation), torch.nn.functional semantics
+    "leaky_relu": lambda x: x if x > 0 else x * mpmath.mpf(0.01),
+    "leaky_relu_neg": lambda x: x if x > 0 else x * mpmath.mpf(-0.5),
+    "elu": lambda x: x if x > 0 else mpmath.expm1(x),
+    "elu_alpha": lambda x: x if x > 0 else mpmath.mpf(2.5) * mpmath.expm1(x),
+    "selu": lambda x: _SELU_SCALE * (x if x > 0 else _SELU_ALPHA * mpmath.expm1(x)),
+    "celu": lambda x: x if x > 0 else mpmath.expm1(x),
+    "celu_alpha": lambda x: x if x > 0 else mpmath.mpf(0.3) * mpmath.expm1(x / mpmath.mpf(0.3)),
+    "celu_negative": lambda x: x if x > 0 else mpmath.mpf(-2.0) * mpmath.expm1(x / mpmath.mpf(-2.0)),
+    "hardsigmoid": lambda x: min(max(x + 3, mpmath.mpf(0)), mpmath.mpf(6)) / 6,
+    "hardswish": lambda x: x * min(max(x + 3, mpmath.mpf(0)), mpmath.mpf(6)) / 6,
+    "softsign": lambda x: x / (1 + abs(x)),
+    "mish": lambda x: x * mpmath.tanh(mpmath.log1p(mpmath.exp(x))),
+    "new_gelu": _mp_gelu_tanh,
+    "swish": lambda x: x / (1 + mpmath.exp(-x)),
+    "hardtanh": lambda x: min(max(x, mpmath.mpf(-1)), mpmath.mpf(1)),
+    "hardtanh_limits": lambda x: min(max(x, mpmath.mpf(-0.25)), mpmath.mpf(0.5)),
+    "clamp_min": lambda x: max(x, mpmath.mpf(0.1)),
+    "clamp_max": lambda x: min(x, mpmath.mpf(-2.0)),
 }
 
 #: (op, params) of the MP_FUNCS entries that are not the op with its defaults
-MP_CALLS = {"gelu_tanh": ("gelu", {"approximate": "tanh"}), "softplus_beta": ("softplus", {"beta": 2.0, "threshold": 5.0})}
+MP_CALLS = {"gelu_tanh": ("gelu", {"approximate": "tanh"}), "softplus_beta": ("softplus", {"beta": 2.0, "threshold": 5.0}),
+            "leaky_relu_neg": ("leaky_relu", {"negative_slope": -0.5}), "elu_alpha": ("elu", {"alpha": 2.5}),
+            "celu_alpha": ("celu", {"alpha": 0.3}), "celu_negative": ("celu", {"alpha": -2.0}),
+            "hardtanh_limits": ("hardtanh", {"min_val": -0.25, "max_val": 0.5}),
+            "clamp_min": ("clamp", {"min": 0.1}), "clamp_max": ("clamp", {"max": -2.0})}
 
 _F32_TINY = float(np.float32(1e-45))
 
@@ -643,6 +696,17 @@ def _points(name: str, g: np.random.Generator) -> np.ndarray:
         "sqrt": [5e-324, _F32_TINY, 1e-38, 3.4e38, 1e308, 2.0],
         "softplus": [-700.0, -745.0, -746.0, -800.0, 19.99, 20.0, 20.01, 30.0, 1e-30, -1e-30, -40.0, 88.7, 1e4],
         "softplus_beta": [-350.0, -372.5, -400.0, 2.49, 2.5, 2.51, 1e-30, -20.0, 1e4],
+        "leaky_relu": [-1e-300, -5e-324, 1e-300, -1e300], "leaky_relu_neg": [-1e-300, -5e-324, -1e300],
+        "elu": [-1e-300, -1e-20, -40.0, -800.0, 1e-300], "elu_alpha": [-1e-300, -1e-20, -40.0, -800.0],
+        "selu": [-1e-300, -1e-20, -40.0, -800.0, 1e300], "celu": [-1e-300, -1e-20, -800.0],
+        "celu_alpha": [-1e-300, -1e-20, -40.0, -200.0], "celu_negative": [-1e-300, -1e-20, -40.0, -700.0],
+        "hardsigmoid": [-3.0, 3.0, -2.9999999, 2.9999999, 1e-300, -3.0000001, 1e300],
+        "hardswish": [-3.0, 3.0, -2.9999999, 2.9999999, 1e-300, -1.5, 1e300],
+        "softsign": [1e-300, -1e-300, 1e20, -1e300, 2.0**53],
+        "mish": [-700.0, -745.0, -746.0, -800.0, 1e-30, -1e-30, 30.0, 800.0, -1e-300],
+        "new_gelu": [-10.0, -15.0, -20.0, 1e-30, 5.0, -3.0, 1e4], "swish": [-700.0, -745.0, 800.0, 1e-30],
+        "hardtanh": [-1.0, 1.0, -0.0, 1e-300], "hardtanh_limits": [-0.25, 0.5, 0.4999999],
+        "clamp_min": [0.1, 0.09999999, -1e300], "clamp_max": [-2.0, -1.9999999, 1e300],
     }[name]
     pts = np.concatenate([base, special])
     if name in ("log", "rsqrt", "sqrt"):
@@ -677,6 +741,8 @@ LIB = {
     "log": (np.log, mpmath.log, lambda g: 10.0 ** g.uniform(-300, 300, 3000), elementwise.C_LOG),
     "log1p": (np.log1p, mpmath.log1p, lambda g: 10.0 ** g.uniform(-20, 10, 3000), elementwise.C_LOG),
     "tanh": (np.tanh, mpmath.tanh, lambda g: g.standard_normal(3000) * 4, elementwise.C_TANH),
+    "expm1": (np.expm1, mpmath.expm1, lambda g: np.concatenate([g.uniform(-40, 1, 2000),
+                                                               -(10.0 ** g.uniform(-300, 0, 1000))]), C_EXPM1),
 }
 
 
@@ -864,11 +930,14 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
     x = g.standard_normal((3, 8)).astype(np.float32)
     calls = {
         "matmul": ([x, x.T], {}), "linear": ([x, x, x[0, :3]], {}), "sum": ([x], {"axis": 1}),
-        "mean": ([x], {"axis": 0}), "cumsum": ([x], {}), "softmax": ([x], {}), "log_softmax": ([x], {}),
+        "mean": ([x], {"axis": 0}), "cumsum": ([x], {}), "cumprod": ([x], {}), "softmax": ([x], {}), "log_softmax": ([x], {}),
         "layer_norm": ([x], {}), "rms_norm": ([x], {}), "attention": ([x, x, x], {}),
         "cross_entropy": ([x, np.array([0, 7, 3])], {}),
         **{n: ([np.abs(x) if n in ("log", "rsqrt", "sqrt") else x], {}) for n in
-           ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus")},
+           ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus",
+            "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu",
+            "swish", "hardtanh")},
+        "clamp": ([x], {"min": -0.5, "max": 0.5}),
     }
     from numstd.ops import OPS
 

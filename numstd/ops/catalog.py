@@ -58,7 +58,8 @@ __all__ = [
 
 #: the modules of :mod:`numstd.ops` that hold the entries, one per op family
 FAMILIES: tuple[str, ...] = (
-    "contraction", "reduction", "softmax", "normalization", "elementwise", "attention", "loss", "module",
+    "contraction", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
+    "module",
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature
@@ -268,6 +269,8 @@ def _check_params(spec: OpInfo, arrays: list, params: Mapping[str, Any]) -> dict
         full["reduction"] = _choice(op, "reduction", full["reduction"], ("mean", "sum", "none"))
     for name, rule in spec.param_checks.items():
         full[name] = rule(op, full[name])
+    if spec.check_params is not None:
+        spec.check_params(op, full)
     return full
 
 

@@ -102,6 +102,10 @@ class OpInfo:
     param_checks : mapping of str to callable
         Validation of parameters the catalog's shared rules do not know: ``check(op, value) ->
         normalised value``, raising :class:`~numstd.core.errors.ParameterError` with the fix.
+    check_params : callable, optional
+        A rule between parameters (after ``param_checks``): ``check_params(op, full)`` raises
+        :class:`~numstd.core.errors.ParameterError` when the values do not fit together
+        (hardtanh's ``min_val <= max_val``, clamp's "min or max").
     positive : bool
         Suites draw ``|x|`` (domain ``x >= 0``: log, sqrt, rsqrt).
     calls : mapping of str to Call
@@ -118,7 +122,9 @@ class OpInfo:
         Elementwise ops: op-specific corpus variants, each ``(name, family, legit, description,
         fn)`` with ``fn(x, w, params)`` a working-precision formula like ``math``; the corpus rounds
         the result to the output format.  Bugs are observable where they are 8 output ULPs from the
-        reference somewhere (:mod:`numstd.corpus.elementwise`).
+        reference somewhere (:mod:`numstd.corpus.elementwise`), or as many ULPs as an optional
+        sixth field says (a bug whose small errors are of the size of a legitimate bound is named
+        by the inputs where it is grossly wrong).
     """
 
     name: str
@@ -133,6 +139,7 @@ class OpInfo:
     terms: tuple[str, ...] = ()
     integer_inputs: tuple[int, ...] = ()
     param_checks: Mapping[str, Callable[[str, Any], Any]] = field(default_factory=dict)
+    check_params: Callable[[str, dict], None] | None = None
     positive: bool = False
     calls: Mapping[str, Call] = field(default_factory=dict)
     ref: Callable[[np.ndarray, Mapping[str, Any]], tuple] | None = None
