@@ -45,6 +45,14 @@ _INSTALL = ("the NKI package of the AWS Neuron SDK is not installed (the same-na
             "nki neuronx-cc; see docs/trainium.md")
 
 
+#: the ops numstd's NKI kernels implement: the elementwise ones of ``nki_kernels.elementwise.FUNCTIONS``
+#: (that module imports nki, so it is not read here; tests/test_backends.py compares the two where nki is
+#: installed) and the four kernels of nki_kernels
+_KERNEL_OPS: frozenset[str] = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt",
+                                         "matmul", "softmax", "layer_norm", "rms_norm"})
+assert _KERNEL_OPS <= ELEMENTWISE_OPS | {"matmul", "softmax", "layer_norm", "rms_norm"}
+
+
 class NkiBackend(Backend):
     """numstd's NKI kernels, on a NeuronCore (``nki.jit``) or in ``nki.simulate``; module docstring."""
 
@@ -77,7 +85,7 @@ class NkiBackend(Backend):
         return True, ""
 
     def ops(self) -> frozenset[str]:
-        return ELEMENTWISE_OPS | {"matmul", "softmax", "layer_norm", "rms_norm"}
+        return _KERNEL_OPS
 
     def input_formats(self) -> frozenset[str]:
         return frozenset({"float32", "float16", "bfloat16"})
