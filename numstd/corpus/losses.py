@@ -24,7 +24,7 @@ import numpy as np
 
 from ..formats import Format
 from ._common import (
-    FP32_ONLY, f64, finish, from_torch, registrar, row_sum, to_torch, torch_same_format, Work,
+    FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch, torch_same_format, Work,
 )
 from .softmax import Row, online
 
@@ -92,6 +92,22 @@ def _ce_lse(x, t, w, params):
 def _ce_logsoftmax(x, t, w, params):
     ls = Row(x, w).log_softmax()
     return _ce_reduce(-_picked(ls, t), params, w)
+
+
+def _ce_stored16(inputs, params, out, acc, seed):
+    x, t, w = _ce_parts(inputs, acc)
+    with np.errstate(all="ignore"):
+        r = Row(x, w)
+        lse16 = rnd(w.q(np.log(w.q(rnd(r.s, out)))), out)  # torch's log_softmax buffers (scalar_t)
+        ls16 = rnd(w.q(r.d - w.q(lse16)), out)  # the log_softmax output tensor, in the input's dtype
+        return finish(_ce_reduce(w.q(-_picked(ls16, t)), params, w), out)
+
+
+variant("cross_entropy", "stored-logprobs16", "rounding", False,
+        "PyTorch's CPU cross_entropy for 16-bit logits: log_softmax in the input dtype (its row sum "
+        "and log-sum-exp stored in 16 bits, then the log-probabilities rounded to 16 bits), then "
+        "nll_loss in fp32 over the stored log-probabilities. A bug under the fp32 policy, legitimate "
+        "under stored16", narrow_out)(_ce_stored16)
 
 
 @_ce("online", "accumulation-order", True,
