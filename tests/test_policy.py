@@ -160,6 +160,10 @@ def test_torch_bf16_erf_defect_is_not_absorbed_but_fp16_budget_is():
         x = make_case("erf", (8192,), dist, 1, ["float16"]).inputs[0]
         v = check(torch.erf(torch.from_numpy(x)), op="erf", inputs=[x])
         assert v.passed and v.standard_id == "NS-ERF-FP16@2", v.message
+        xb = make_case("erf", (8192,), dist, 0, ["bfloat16"]).inputs[0]
+        yb = torch.erf(torch.from_numpy(xb.astype(np.float32)).to(torch.bfloat16))
+        vb = check(yb, op="erf", inputs=[xb])
+        assert vb.passed and vb.standard_id == "NS-ERF-BF16@2", vb.message
         assert not check(torch.erf(torch.from_numpy(x)), op="erf", inputs=[x], standard="NS-ERF-FP16@1").passed
 
 
