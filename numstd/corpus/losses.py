@@ -24,7 +24,7 @@ import numpy as np
 
 from ..formats import Format
 from ._common import (
-    FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch, torch_same_format, Work,
+    FP32_ONLY, f64, finish, from_torch, registrar, row_sum, to_torch, torch_same_format, Work,
 )
 from .softmax import Row, online
 
@@ -92,38 +92,6 @@ def _ce_lse(x, t, w, params):
 def _ce_logsoftmax(x, t, w, params):
     ls = Row(x, w).log_softmax()
     return _ce_reduce(-_picked(ls, t), params, w)
-
-
-def _ce_stored16(inputs, params, out, acc, seed):
-    x, t, w = _ce_parts(inputs, acc)
-    with np.errstate(all="ignore"):
-        r = Row(x, w)
-        lse16 = rnd(w.q(np.log(w.q(rnd(r.s, out)))), out)  # torch's log_softmax buffers (scalar_t)
-        ls16 = rnd(w.q(r.d - w.q(lse16)), out)  # the log_softmax output tensor, in the input's dtype
-        return finish(_ce_reduce(w.q(-_picked(ls16, t)), params, w), out)
-
-
-def _ce_stored16_visible(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
-    """``observable`` of stored-logprobs16, as :func:`_ce_differs` for the other bugs: its loss is off
-    by more than 8 output ULPs + 32 u_fp32·scale somewhere (averaging N stored log-probabilities
-    mostly keeps it within the fp32 policy's noise; where it does, it is not counted as a bug)."""
-    from ..formats import get_format
-    from ..ulp import ulp
-
-    if not np.size(inputs[0]):
-        return False
-    with np.errstate(all="ignore"):
-        exact, scale = _ce_exact(inputs, params)
-        got = f64(_ce_stored16(inputs, params, out, get_format("float32"), 0))
-        bad = ~np.isfinite(got) | (np.abs(got - exact) > 8.0 * ulp(exact, out) + 32.0 * 2.0 ** -24 * scale)
-    return bool(np.any(bad))
-
-
-variant("cross_entropy", "stored-logprobs16", "rounding", False,
-        "PyTorch's CPU cross_entropy for 16-bit logits: log_softmax in the input dtype (its row sum "
-        "and log-sum-exp stored in 16 bits, then the log-probabilities rounded to 16 bits), then "
-        "nll_loss in fp32 over the stored log-probabilities. A bug under the fp32 policy where it is "
-        "visible, legitimate under stored16", narrow_out, _ce_stored16_visible)(_ce_stored16)
 
 
 @_ce("online", "accumulation-order", True,

@@ -236,19 +236,6 @@ def _lse_form(op, x, w, out):
     return w.q(x - w.q(r.m + w.q(np.log(r.s))))
 
 
-@_softmax_family("stored-lse16", "rounding", False,
-                 "log_softmax as PyTorch's CPU kernel for 16-bit inputs stores it "
-                 "(aten/src/ATen/native/cpu/LogSoftmaxKernelImpl.h, serial_vec_log_softmax_lastdim_range: "
-                 "the row sum and its log live in scalar_t buffers): s and log s rounded to the output "
-                 "format, then x - max - RN16(log RN16(s)) in fp32. Not one rounding (a bug under the fp32 "
-                 "policy); legitimate under the stored16 policy", ops=("log_softmax",), applies=narrow_out)
-def _stored_lse16(op, x, w, out):
-    r = Row(x, w)
-    s16 = rnd(r.s, out)
-    lse16 = rnd(w.q(np.log(w.q(s16))), out)
-    return w.q(r.d - w.q(lse16))
-
-
 def _torch_softmax(op: str) -> Callable:
     def run(inputs, params, out, acc, seed):
         import torch
