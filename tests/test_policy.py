@@ -179,3 +179,27 @@ def test_torch_bf16_cross_entropy_passes_the_default(dist):
     loss = torch.nn.functional.cross_entropy(to_torch(x, torch.device("cpu")), torch.from_numpy(t).long())
     v = check(loss, op="cross_entropy", inputs=[x, t], reduction="mean")
     assert v.passed and v.formats["policy"] == "stored16", v.message
+
+
+_SUM16 = GOOD.replace('id = "NS-MATMUL-TEST"', 'id = "NS-SUM-TESTA"').replace('op = "matmul"', 'op = "sum"') \
+    .replace('inputs = ["bfloat16", "bfloat16"]', 'inputs = ["bfloat16"]').replace('accumulate = "float32"', 'accumulate = "bfloat16"') \
+    .replace('error = "lam * u_acc * sqrt(K) * absdot"', 'error = "u_acc * (lam * sqrt(K) * abssum + absref)"') \
+    .replace("lam = 1.0", "lam = 11.0")
+
+
+@pytest.mark.parametrize("k, discriminating", [(16, True), (4096, False)])
+def test_arith16_verdict_says_when_it_cannot_discriminate(tmp_path, k, discriminating):
+    # hand-derived: a sum of k ones in bf16 arithmetic; the bound 2^-8·(11·sqrt(k)·k + k) is 2.75 < 16
+    # at k = 16 (zeros fail) but 11·64·4096/256 ≈ 11,264 ≥ 4096 at k = 4096 (zeros would pass)
+    import ml_dtypes
+
+    root = _root(tmp_path, {"sum/NS-SUM-TESTA@1.toml": _SUM16})
+    std = registry.get_standard("NS-SUM-TESTA@1", root=root)
+    assert std.policy == "arith16"
+    x = np.ones(k, dtype=ml_dtypes.bfloat16)
+    zeros = np.zeros((), dtype=ml_dtypes.bfloat16)
+    v = check(zeros, op="sum", inputs=[x], standard=std, axis=None)
+    note = next(c for c in v.criteria if c.name == "discriminating")
+    assert v.passed is (not discriminating)
+    assert ("not discriminating at this size" in v.message) is (not discriminating)
+    assert ("not discriminating" in note.message) is (not discriminating)
