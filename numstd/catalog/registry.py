@@ -43,13 +43,26 @@ __all__ = [
     "user_standards_dirs",
     "STANDARDS_PATH_ENV",
     "STATUSES",
+    "POLICIES",
+    "DEFAULT_POLICY",
+    "policy_of",
 ]
 
 STATUSES = ("draft", "active", "deprecated")
+#: precision policies (docs/methodology.md §2.1): ``fp32`` fp32 internal math, one final rounding;
+#: ``stored16`` fp32 math with the intermediates the framework's kernel stores rounded to the 16-bit
+#: output type; ``arith16`` the primitives round to the 16-bit type (``accumulate`` = that type).
+POLICIES = ("fp32", "stored16", "arith16")
+#: the policy a call gets when it names none, by (output format, accumulate format); where no active
+#: standard of that policy matches the call, the next one in the tuple is used.  16-bit outputs with
+#: fp32 accumulation default to ``stored16``: it is what PyTorch's own CPU kernels do (a superset of
+#: one-rounding kernels), and its extra terms are u16 per stored intermediate only, so a long
+#: reduction accumulated in 16 bits still fails (docs/methodology.md §2.1).
+DEFAULT_POLICY = {"bfloat16": ("stored16", "fp32"), "float16": ("stored16", "fp32")}
 _ID_RE = re.compile(r"^NS-[A-Z0-9]+(?:-[A-Z0-9]+)*$")
 _TOP_KEYS = {
     "schema": int, "id": str, "version": int, "status": str, "op": str, "title": str,
-    "default": bool, "supersedes": str, "selector": dict, "formats": dict, "model": dict,
+    "default": bool, "supersedes": str, "selector": dict, "policy": str, "formats": dict, "model": dict,
     "criteria": dict, "suite": dict, "rationale": dict, "provenance": dict,
 }
 _REQUIRED = ("schema", "id", "version", "status", "op", "title", "formats", "model", "criteria", "rationale", "provenance")
@@ -110,6 +123,7 @@ class Standard:
     provenance: Mapping[str, Any]
     path: str
     sha256: str
+    policy: str = "fp32"
 
     @property
     def key(self) -> str:
@@ -133,7 +147,7 @@ class Standard:
         """A JSON-ready summary (used by ``python -m numstd list --json``)."""
         return {
             "id": self.key, "op": self.op, "title": self.title, "status": self.status,
-            "default": self.default, "formats": self.formats, "selector": dict(self.selector),
+            "default": self.default, "formats": self.formats, "policy": self.policy, "selector": dict(self.selector),
             "supersedes": self.supersedes, "sha256": self.sha256,
             "model": {"error": self.model.error.text, "rho": self.model.rho, "ftz": self.model.ftz,
                       "constants": dict(self.model.constants)},
@@ -246,19 +260,31 @@ def load_standard(data: bytes, path: str) -> Standard:
     for k, v in selector.items():
         if not isinstance(v, (bool, int, float, str)):
             raise SchemaError(f"{where} [selector] {k}: must be a scalar")
+    acc_fmt = _fmt(fmts["accumulate"], f"{where} [formats] accumulate")
+    policy = doc.get("policy", policy_of(acc_fmt))
+    if policy not in POLICIES:
+        raise SchemaError(f"{where}: policy {policy!r} must be one of {POLICIES} (docs/methodology.md §2.1)")
+    if (policy == "arith16") != (acc_fmt.p < 24):
+        raise SchemaError(f"{where}: policy {policy!r} does not fit accumulate = {acc_fmt.name!r}: arith16 is the "
+                          "policy of 16-bit accumulation, fp32 and stored16 accumulate in float32")
     supersedes = doc.get("supersedes")
     if supersedes is not None and not re.match(r"^NS-[A-Z0-9-]+@\d+$", supersedes):
         raise SchemaError(f"{where}: supersedes must be an ID@version, got {supersedes!r}")
     return Standard(
         id=doc["id"], version=doc["version"], status=doc["status"], op=doc["op"], title=doc["title"],
         default=bool(doc.get("default", False)), supersedes=supersedes, selector=selector,
-        inputs=inputs, accumulate=_fmt(fmts["accumulate"], f"{where} [formats] accumulate"),
+        inputs=inputs, accumulate=acc_fmt,
         output=_fmt(fmts["output"], f"{where} [formats] output"),
         model=ErrorModel.from_table(doc["op"], doc["model"], where), criteria=criteria,
         suite=dict(doc.get("suite", {})), rationale=rationale["text"].strip(),
         citations=tuple(rationale.get("citations", ())), provenance=dict(doc["provenance"]),
-        path=path, sha256=file_sha256(data),
+        path=path, sha256=file_sha256(data), policy=policy,
     )
+
+
+def policy_of(accumulate: Format) -> str:
+    """The policy a standard file that names none has: ``arith16`` for 16-bit accumulation, else ``fp32``."""
+    return "arith16" if accumulate.p < 24 else "fp32"
 
 
 def file_sha256(data: bytes) -> str:
@@ -444,13 +470,16 @@ def _latest_published(standards: Iterable[Standard]) -> list[Standard]:
 
 
 def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: Any = "float32", *,
-                  root: Any = None, **selector: Any) -> Standard:
-    """The one standard for a call: op, input format(s), output format, accumulation, selectors.
+                  policy: str | None = None, root: Any = None, **selector: Any) -> Standard:
+    """The one standard for a call: op, input format(s), output format, accumulation, policy, selectors.
 
     ``inputs`` is a format (of the first input) or a list of formats (one per input).  Selector
     parameters (e.g. ``allow_tf32=True``) pick a non-default standard; a standard whose selector
-    asks for a parameter matches only calls that pass it with that value.  Among several matches the
-    one marked ``default = true`` wins.
+    asks for a parameter matches only calls that pass it with that value.  ``policy`` (one of
+    :data:`POLICIES`) keeps the standards of that precision policy; without it, the first policy of
+    :data:`DEFAULT_POLICY` for the output format that has a match is used (``arith16`` when
+    ``accumulate`` is a 16-bit format, else ``fp32`` for formats the mapping does not list).  Among
+    several matches of one policy the one marked ``default = true`` wins.
 
     Raises
     ------
@@ -488,6 +517,25 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
         return True
 
     found = [s for s in same_op if matches(s)]
+    if policy is not None:
+        if policy not in POLICIES:
+            from ..core.errors import ParameterError
+
+            raise ParameterError(f"policy={policy!r} is not a precision policy; use one of {', '.join(POLICIES)} "
+                                 "(docs/methodology.md §2.1)")
+        found = [s for s in found if s.policy == policy]
+    elif found:
+        order = (("arith16",) if acc_fmt is not None and acc_fmt.p < 24 else
+                 DEFAULT_POLICY.get(out_fmt.name if out_fmt is not None else "", ("fp32",)))
+        for pol in order:
+            if any(s.policy == pol for s in found):
+                found = [s for s in found if s.policy == pol]
+                break
+        else:
+            pols = sorted({s.policy for s in found})
+            if len(pols) > 1:
+                names = ", ".join(f"{s.key} ({s.policy})" for s in found)
+                raise AmbiguousStandard(f"several policies match {op} ({names}); pass policy=... or standard=...")
     if len(found) > 1:
         defaults = [s for s in found if s.default]
         if len(defaults) == 1:
@@ -496,9 +544,9 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
         raise AmbiguousStandard(f"several standards match {op} ({names}); pass standard=... to choose one")
     if not found:
         req = (f"inputs={[f.name for f in in_fmts]}, output={out_fmt.name if out_fmt else None}, "
-               f"accumulate={acc_fmt.name if acc_fmt else None}, {selector or ''}")
-        listing = "; ".join(f"{s.key}: inputs {s.formats['inputs']} → {s.output.name}, acc {s.accumulate.name}"
-                            + (f", {dict(s.selector)}" if s.selector else "") for s in same_op)
+               f"accumulate={acc_fmt.name if acc_fmt else None}, policy={policy}, {selector or ''}")
+        listing = "; ".join(f"{s.key}: inputs {s.formats['inputs']} → {s.output.name}, acc {s.accumulate.name}, "
+                            f"policy {s.policy}" + (f", {dict(s.selector)}" if s.selector else "") for s in same_op)
         raise StandardNotFound(
             f"no standard for {op} with {req}. Existing for {op}: {listing or 'none'}. "
             "Cast the output to a covered format, pass standard='ID@N', or author a standard with "

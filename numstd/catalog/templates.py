@@ -24,7 +24,7 @@ __all__ = ["Template", "instances", "find_template", "to_toml"]
 
 _TEMPLATE_KEYS = {"op", "calibrate", "margin", "floor", "model", "criteria", "suite", "rationale", "standards",
                   "allow", "exclude"}
-_INSTANCE_KEYS = {"id", "op", "title", "inputs", "output", "accumulate", "default", "selector", "model",
+_INSTANCE_KEYS = {"id", "op", "title", "inputs", "output", "accumulate", "default", "selector", "policy", "model",
                   "criteria", "suite", "calibrate", "margin", "floor", "allow", "exclude"}
 
 
@@ -87,6 +87,8 @@ def instances() -> list[Template]:
             }
             if inst.get("selector"):
                 table["selector"] = dict(inst["selector"])
+            if inst.get("policy"):
+                table["policy"] = str(inst["policy"])
             allow = dict(doc.get("allow", {}), **inst.get("allow", {}))
             exclude = dict(doc.get("exclude", {}), **inst.get("exclude", {}))
             result.append(Template(inst["id"], table, calibrate, float(inst.get("floor", doc.get("floor", 0.0))), where,
@@ -104,7 +106,7 @@ def find_template(standard_id: str) -> Template:
 
 
 # ---------------------------------------------------------------- a small deterministic TOML writer
-_ORDER = ("schema", "id", "version", "status", "op", "title", "default", "supersedes", "selector",
+_ORDER = ("schema", "id", "version", "status", "op", "title", "default", "supersedes", "selector", "policy",
           "formats", "model", "criteria", "suite", "rationale", "provenance")
 
 

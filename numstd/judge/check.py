@@ -43,7 +43,8 @@ def selector_params(op: str) -> set[str]:
 
 
 def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
-          accumulate: Any = "float32", chunk_size: int | None = None, **params: Any) -> Verdict:
+          accumulate: Any = "float32", policy: str | None = None, chunk_size: int | None = None,
+          **params: Any) -> Verdict:
     """Judge ``actual``, a kernel's output for ``op`` on ``inputs``, against a numstd standard.
 
     Parameters
@@ -60,7 +61,12 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         formats than an explicit standard's are a :class:`~numstd.errors.DtypeError` (its bounds
         were calibrated for its formats only), so the verdict's formats are always the real ones.
     accumulate : str
-        Declared accumulation format (default float32).
+        Declared accumulation format (default float32; a 16-bit format selects the ``arith16``
+        policy, 16-bit arithmetic).
+    policy : {"fp32", "stored16", "arith16"}, optional
+        Precision policy (docs/methodology.md §2.1).  Default: :data:`numstd.registry.DEFAULT_POLICY`
+        — ``stored16`` for 16-bit outputs where such a standard exists (what framework kernels do),
+        else ``fp32``.  The verdict's ``formats["policy"]`` says which applied.
     chunk_size : int, optional
         Output elements per chunk (default :func:`numstd.chunks.default_chunk` of the op's kind:
         2^16; 2^19 for contractions, whose rows are rounded to whole blocks of 256); the verdict does
@@ -97,9 +103,12 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         if std.op != op:
             raise ParameterError(f"standard {std.key} is for op {std.op!r}, not {op!r}; drop standard= or pick one for {op}")
         _check_inputs_match(std, in_fmts)
+        if policy is not None and policy != std.policy:
+            raise ParameterError(f"standard {std.key} has policy {std.policy!r}, not {policy!r}; drop one of "
+                                 "standard= and policy=")
     else:
         acc = _accumulate(accumulate)
-        std, covered = _choose(op, in_fmts, act_fmt if act_problem is None else None, acc, selectors)
+        std, covered = _choose(op, in_fmts, act_fmt if act_problem is None else None, acc, selectors, policy)
         if covered:  # no standard covers this output for these inputs: a failing dtype verdict
             listing = "; ".join(f"inputs {s.formats['inputs']} → {s.output.name} ({s.key})" for s in covered)
             what = act_problem or f"output format {act_fmt}"
@@ -137,18 +146,25 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         return chunk_pieces(std, env, ref, out, ch.out_index), hull_violations(std, ref, out)  # (the judge widens the output)
 
     chunk = min(chunk_size or default_chunk(spec.kind), max(1, int(np.prod(shape, dtype=object))))
+    # 16-bit arithmetic can make a standard's bound reach the result's own magnitude (a sequential
+    # bf16 sum of K ≥ 256 terms): count the elements where an output of zeros would pass
+    zeros_pass = [0, 0] if std.policy == "arith16" else None
     with pool(max_bytes=8 * 8 * chunk):
         for pieces, hull in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
                                      finish=pieces_of):
             for piece in pieces:
                 judge.add(**piece)
+                if zeros_pass is not None:
+                    _count_zeros_pass(zeros_pass, piece["ref"], piece["bound"])
             judge.add_hull(hull)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
+    if zeros_pass is not None:
+        criteria.append(_discriminating(*zeros_pass))
     passed = all(c.passed for c in criteria)
     return Verdict(
         passed=passed, standard_id=std.key, standard_sha256=std.sha256, op=op, shape=shape,
-        formats=dict(std.formats, actual=act_fmt), params=record, criteria=tuple(criteria), ulp=res.ulp,
+        formats=dict(std.formats, actual=act_fmt, policy=std.policy), params=record, criteria=tuple(criteria), ulp=res.ulp,
         normalized_max=res.normalized_max, worst=tuple(res.worst), n_elements=res.n_elements,
         n_nonfinite=res.n_nonfinite, message=_message(std, passed, criteria, res), numstd_version=__version__,
     )
@@ -201,7 +217,8 @@ def _check_inputs_match(std: Any, in_fmts: list) -> None:
             "standard= to let numstd choose the standard for these inputs")
 
 
-def _choose(op: str, in_fmts: list, act_fmt: str | None, acc: Any, selectors: dict) -> tuple[Any, list]:
+def _choose(op: str, in_fmts: list, act_fmt: str | None, acc: Any, selectors: dict,
+            policy: str | None = None) -> tuple[Any, list]:
     """(standard, []) for a covered output; (a standard for the inputs, the covered ones) otherwise.
 
     An output format is wrong only when no standard covers it for these inputs: then every
@@ -213,20 +230,42 @@ def _choose(op: str, in_fmts: list, act_fmt: str | None, acc: Any, selectors: di
 
     if act_fmt in FORMATS:
         try:
-            return find_standard(op, inputs=in_fmts, output=act_fmt, accumulate=acc, **selectors), []
+            return find_standard(op, inputs=in_fmts, output=act_fmt, accumulate=acc, policy=policy, **selectors), []
         except (StandardNotFound, AmbiguousStandard):
             pass
     covered = []
     for out in sorted({s.output.name for s in list_standards(op)}):
         try:
-            covered.append(find_standard(op, inputs=in_fmts, output=out, accumulate=acc, **selectors))
+            covered.append(find_standard(op, inputs=in_fmts, output=out, accumulate=acc, policy=policy, **selectors))
         except (StandardNotFound, AmbiguousStandard):
             pass
     if not covered:  # the inputs (or accumulate, selectors) have no standard: raise its StandardNotFound
-        find_standard(op, inputs=in_fmts, output=act_fmt if act_fmt in FORMATS else None, accumulate=acc, **selectors)
+        find_standard(op, inputs=in_fmts, output=act_fmt if act_fmt in FORMATS else None, accumulate=acc, policy=policy,
+                      **selectors)
         raise StandardNotFound(f"no standard for {op} with inputs {in_fmts}")  # pragma: no cover (raised above)
     default = [s for s in covered if s.default]
     return (default or covered)[0], covered
+
+
+def _count_zeros_pass(acc: list, ref: np.ndarray, bound: Any) -> None:
+    """Add to ``acc = [nonzero finite references, of them those where 0 is within the bound]``."""
+    r = np.abs(np.asarray(ref, dtype=np.float64))
+    live = np.isfinite(r) & (r > 0)
+    acc[0] += int(np.count_nonzero(live))
+    acc[1] += int(np.count_nonzero(live & (np.broadcast_to(bound, r.shape) >= r)))
+
+
+def _discriminating(n: int, n_zero: int) -> CriterionResult:
+    """The ``discriminating`` note of an arith16 verdict: not a pass criterion (it never fails), but
+    where an all-zeros output would meet every element's bound the verdict says so."""
+    frac = n_zero / n if n else 1.0
+    if n and n_zero < n:
+        msg = f"an output of zeros would exceed the bound on {n - n_zero:,} of {n:,} nonzero reference values"
+    else:
+        msg = ("not discriminating at this size: the bound reaches |r_i| on every nonzero reference value "
+               "(16-bit arithmetic over this reduction length can lose the whole result, so an output of zeros "
+               "would pass); shorten the reduction or declare fp32 accumulation")
+    return CriterionResult("discriminating", True, frac, 1.0, msg)
 
 
 def _as_output(actual: Any) -> tuple[np.ndarray | None, str | None, str | None]:
@@ -250,7 +289,7 @@ def _early_fail(std: Any, op: str, shape: tuple, act_fmt: str | None, params: di
     crit = (CriterionResult(criterion, False, 1.0, 0.0, problem),)
     return Verdict(
         passed=False, standard_id=std.key, standard_sha256=std.sha256, op=op, shape=shape,
-        formats=dict(std.formats, actual=act_fmt), params=params, criteria=crit, ulp=UlpDistribution(),
+        formats=dict(std.formats, actual=act_fmt, policy=std.policy), params=params, criteria=crit, ulp=UlpDistribution(),
         normalized_max=float("inf"), worst=(), n_elements=0, n_nonfinite=0,
         message=f"FAIL against {std.citation}: {problem}. Nothing else was judged.", numstd_version=__version__,
     )
@@ -258,11 +297,13 @@ def _early_fail(std: Any, op: str, shape: tuple, act_fmt: str | None, params: di
 
 def _message(std: Any, passed: bool, criteria: list, res: Any) -> str:
     u = res.ulp
-    head = f"{'PASS' if passed else 'FAIL'} against {std.citation} ({std.title})."
+    head = f"{'PASS' if passed else 'FAIL'} against {std.citation} ({std.title}; policy {std.policy})."
     dist = (f" {res.n_elements:,} elements, {u.count:,} compared: max |ULP error| {u.max:.3g}, mean {u.mean:.3g}, "
             f"mean signed {u.mean_signed:+.3f}, 99.9% ≤ {u.quantiles.get(0.999, 0):.3g}; max |error|/bound "
             f"{res.normalized_max:.3g}.")
     failed = [c for c in criteria if not c.passed]
+    if passed and any(c.name == "discriminating" and c.value >= 1.0 for c in criteria):
+        head = head.replace("PASS against", "PASS (not discriminating at this size) against", 1)
     tail = " Failed: " + "; ".join(f"{c.name} — {c.message}" for c in failed) + "." if failed else ""
     if failed and res.worst:
         w = res.worst[0]

@@ -481,6 +481,12 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
         out.append(CriterionResult(
             "bias", ok, u.mean_signed, limit,
             f"mean signed error {u.mean_signed:+.3f} ulp over {u.signed_count:,} elements{distinct} (allowed ±{limit:.3f})"))
+    elif res.n_compared and u.count:
+        out.append(CriterionResult(
+            "bias", True, 0.0, math.inf,
+            f"not tested at the element level: none of the {u.count:,} compared elements has both a normal "
+            f"reference and an accumulation allowance E_i within bias_kappa = {c.bias_kappa:g} ulp (where E_i "
+            "is larger the final rounding does not dominate, and a mean in ULPs says nothing about it)"))
     else:
         out.append(CriterionResult("bias", True, 0.0, math.inf, "no nonzero finite reference values to test bias on"))
     if c.convex_hull:
