@@ -119,7 +119,7 @@ def _cp_reversed(x, w, out, params):
     return _running(x[..., ::-1], w)[..., ::-1]
 
 
-@_prod_scan("bf16-accumulator", "accumulation", False,
+@_prod_scan("bf16-accumulator", "accumulation-precision", False,
             "the running product rounded to bfloat16 at every step (relative error ~2^-9 per step): a bug "
             "for float32 and float16 outputs", applies=lambda out, f, p: out.p > 8)
 def _cp_bf16(x, w, out, params):

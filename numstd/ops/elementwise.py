@@ -332,7 +332,7 @@ ENTRIES: tuple[OpInfo, ...] = (
            variants=(
                ("naive-log-exp", "formula-error", False,
                 "softplus as log(1 + exp(beta x)) / beta: no threshold branch (inf where exp overflows) and "
-                "no log1p (0 instead of exp(beta x) where that is below half an ulp of 1)", _softplus_naive),
+                "no log1p (0 instead of exp(beta x) where that is below half an ulp of 1)", _softplus_naive, 64),
                ("no-threshold", "missing-branch", False,
                 "log1p(exp(beta x)) / beta without the linear branch: inf where exp(beta x) overflows "
                 "(beta x > 88.7 in float32)", _softplus_no_threshold),
