@@ -117,11 +117,21 @@ def test_exact_ops_equal_torch_on_every_bfloat16_pattern(op, params):
 
 
 # --------------------------------------------------------------------- published standards
+#: (op, format) pairs with no standard: withdrawn before publication (standards/_templates/activation.toml)
+WITHDRAWN = {("selu", "float32"), ("hardsigmoid", "float32")}
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("op,params", CALLS)
 def test_correctly_rounded_output_passes_and_a_near_miss_fails(op, params, fmt):
     """The correctly rounded result passes; a one-element error of a few ULPs fails and is named."""
     from numstd.core.formats import round_to
+
+    if (op, fmt) in WITHDRAWN:  # no standard: the call is refused, with what exists
+        with pytest.raises(numstd.StandardNotFound):
+            x = _x(fmt, seed=3)
+            numstd.check(np.asarray(round_to(reference(op, [x], **params).values, fmt)), op=op, inputs=[x], **params)
+        return
 
     x = _x(fmt, seed=3)
     r = reference(op, [x], **params)
