@@ -152,6 +152,8 @@ def test_correctly_rounded_output_passes_and_a_near_miss_fails(op, params, fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("op,params", CALLS)
 def test_torch_cpu_passes_its_published_standard(op, params, fmt):
+    if (op, fmt) in WITHDRAWN:
+        pytest.skip(f"no {fmt} {op} standard: withdrawn before publication (standards/_templates/activation.toml)")
     torch = pytest.importorskip("torch")
     from numstd.backends.base import framework_call
 

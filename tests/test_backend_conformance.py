@@ -36,6 +36,8 @@ KNOWN = {
         "NS-LOG-FP32": "XLA CPU flushes subnormal inputs: log(−tiny) = −inf instead of NaN",
         "NS-SQRT-FP32": "XLA CPU flushes subnormal inputs: sqrt(−tiny) = −0 instead of NaN",
         "NS-SILU-FP32": "XLA's silu overflows differently for x < −88 (results lost above the allowance)",
+        "NS-CELU-FP32": "jax.nn.celu fp32: 19 of 8,192 elements up to 3.8x the bound near -0.12 (measured in CI; "
+                        "not analysed yet, issue 18)",
     },
 }
 
