@@ -20,11 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _moved() -> dict:
-    tree = ast.parse((ROOT / "numstd" / "_aliases.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "MappingProxyType":
-            return ast.literal_eval(node.args[0])
-    raise SystemExit("no MOVED table in numstd/_aliases.py")
+    """numstd/_aliases.py's table (read by scripts/layer_check.py's parser, not imported)."""
+    import runpy
+
+    return runpy.run_path(str(ROOT / "scripts" / "layer_check.py"))["moved"](ROOT / "numstd")
 
 
 def _module_of(path: Path) -> tuple[str, bool]:
