@@ -31,7 +31,7 @@ KNOWN = {
         **{f"NS-{op}-{t}": "XLA CPU computes 16-bit ops in 16-bit arithmetic"
            for op in ("CUMSUM", "GELU", "LINEAR", "LOGSOFTMAX", "SIGMOID", "SILU", "SOFTMAX", "SUM", "MEAN",
                       "EXP", "TANH", "ERF", "LOG", "RSQRT", "SQRT", "MATMUL", "LAYERNORM", "RMSNORM",
-                      "ATTENTION", "CROSSENTROPY", "CELU")
+                      "ATTENTION", "CROSSENTROPY", "CELU", "CUMPROD")
            for t in ("BF16", "FP16", "BF16-STORED16", "FP16-STORED16")},
         "NS-LOG-FP32": "XLA CPU flushes subnormal inputs: log(−tiny) = −inf instead of NaN",
         "NS-SQRT-FP32": "XLA CPU flushes subnormal inputs: sqrt(−tiny) = −0 instead of NaN",

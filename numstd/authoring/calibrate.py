@@ -389,14 +389,17 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     else:
         fitted = float("nan")
     std1 = _standard_from_table(table, version)
-    # bias: widen tau if a legitimate variant needs it
+    # bias: widen tau if a legitimate variant needs it (beyond the shifts of rounded constants)
+    from ..judge.criteria import bias_excess
+
     tau = std1.criteria.bias_tau
     judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual in outputs]
     tau_need = 0.0
     for v, c, actual, (res, crit) in judged:
         if v.legit and v.name not in excluded and res.ulp.signed_count:  # non-conforming backends widen nothing
             sd = max(res.ulp.std_signed, std1.model.rho / math.sqrt(3))
-            tau_need = max(tau_need, abs(res.ulp.mean_signed) - std1.criteria.bias_z * sd / math.sqrt(res.ulp.signed_count))
+            excess = abs(bias_excess(res.ulp.mean_signed, res.constant_shifts))  # outside the constants' shifts
+            tau_need = max(tau_need, excess - std1.criteria.bias_z * sd / math.sqrt(res.ulp.signed_count))
     if tau_need > tau:
         tau = _ceil2(std1.model.margin * tau_need)
         crit_t = dict(table["criteria"])

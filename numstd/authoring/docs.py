@@ -45,7 +45,9 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             "    bound: |a_i − r_i| ≤ B_i for " + ("every element" if c.bound_max_fraction == 0 else
                                                       f"all but a fraction {c.bound_max_fraction:g} of the elements"),
             f"    bias:  |mean signed ulp error| ≤ {c.bias_tau:g} + {c.bias_z:g}·max(sd, rho/√3)/√n_eff over elements "
-            f"with E_i ≤ {c.bias_kappa:g}·ulp",
+            f"with E_i ≤ {c.bias_kappa:g}·ulp"
+            + (", shifted by the op's constants rounded to the compute format (interval between 0 and their "
+               "mean shift)" if c.rounded_constants else ""),
             f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
             + ("compared" if c.signed_zero else "ignored"),
             f"    output rounding accepted: {', '.join(c.output_rounding)}",

@@ -68,10 +68,11 @@ class Work:
     precision and :meth:`q` rounds their results into ``acc`` when it is narrower.
     """
 
-    def __init__(self, acc: Format) -> None:
+    def __init__(self, acc: Format, mode: str = "rne") -> None:
         self.fmt = acc
+        self.mode = mode  # rounding of every intermediate ("rtz": arithmetic that truncates)
         self.dtype = np.float64 if acc.p > ACC_P else np.float32
-        self.native = acc.name in ("float32", "float64")
+        self.native = acc.name in ("float32", "float64") and mode == "rne"
 
     def load(self, x: Any) -> np.ndarray:
         """An input in the working format (exact when the input is not wider)."""
@@ -85,7 +86,7 @@ class Work:
         with np.errstate(invalid="ignore", over="ignore"):
             if self.native:
                 return np.asarray(y, dtype=self.dtype)
-            return rnd(y, self.fmt).astype(self.dtype)
+            return rnd(y, self.fmt, self.mode).astype(self.dtype)
 
     def c(self, value: float) -> Any:
         """A constant rounded into the working format."""

@@ -38,6 +38,16 @@ margin is 2.3; ``tests/test_reference.py::test_library_accuracy_has_a_2x_margin`
 
 ``cond = |x f'(x)|`` in every case (0 where ``f`` is constant).
 
+Constants (``OpInfo.constants``): the scalars a kernel holds in its compute format, so that a
+standard with ``rounded_constants`` allows their systematic effect on the bias
+(:func:`numstd.judge.criteria.constant_shifts`): leaky_relu's ``negative_slope`` and elu's
+``alpha`` (torch: ``negval.to<opmath_t>()``), selu's ``scale`` and ``neg_coef = scale alpha``
+(torch's ``negcoef = alpha * scale`` in opmath; in float32 ``fl(fl(alpha) fl(scale)) =
+fl(scale alpha)``, and jax's ``fl(scale) (fl(alpha) e)`` is 0.05 u from it), celu's ``alpha`` and
+``inv_alpha = 1/alpha`` (torch: ``input_scale = 1/alpha``) and the ``1/6`` of hardsigmoid and
+hardswish (torch's vectorised kernels multiply by ``one_sixth``).  In float32 the relative
+rounding errors are −0.375 u (0.01), −0.222 u (scale alpha), +0.556 u (scale), +0.5 u (1/6).
+
 Working precision (``math``): torch's CPU kernels (``aten/src/ATen/native/cpu/Activation.cpp``,
 ``UnaryOpsKernel.cpp``) in opmath (float32 for 16-bit inputs), every operation rounded by ``w.q``.
 """
@@ -74,7 +84,7 @@ _TINY = 2.0**-1074
 
 
 def _leaky_relu(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
-    s = p["negative_slope"]
+    s = p["negative_slope"]  # (a constant: see OpInfo.constants)
     pos = x > 0
     v = np.where(pos, x, x * s)
     return v, np.where(pos, 0.0, U * np.abs(v) + _TINY), np.abs(v)
@@ -90,9 +100,9 @@ def _elu(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
 
 def _selu(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
     pos = x > 0
-    sa = SELU_SCALE * SELU_ALPHA
+    s, sa = p.get("scale", SELU_SCALE), p.get("neg_coef", SELU_SCALE * SELU_ALPHA)
     neg = np.minimum(x, 0.0)
-    v = np.where(pos, SELU_SCALE * x, sa * np.expm1(neg))
+    v = np.where(pos, s * x, sa * np.expm1(neg))
     bound = np.where(pos, 2 * U * np.abs(v), (C_EXPM1 + 5) * U * np.abs(v) + _TINY)
     return v, bound, np.where(pos, np.abs(v), np.abs(x * sa * np.exp(neg)))
 
@@ -100,7 +110,7 @@ def _selu(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
 def _celu(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
     a = p["alpha"]
     pos = x > 0
-    z = np.where(pos, 0.0, x / a)
+    z = np.where(pos, 0.0, x * p["inv_alpha"] if "inv_alpha" in p else x / a)
     ez = np.exp(z)
     v = np.where(pos, x, a * np.expm1(z))
     bound = np.where(pos, 0.0, (C_EXPM1 + 1) * U * np.abs(v) + U * np.abs(x) * ez + _TINY)
@@ -108,13 +118,13 @@ def _celu(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
 
 
 def _hardsigmoid(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
-    v = np.clip(x + 3.0, 0.0, 6.0) / 6.0
+    v = np.clip(x + 3.0, 0.0, 6.0) * p["inv6"] if "inv6" in p else np.clip(x + 3.0, 0.0, 6.0) / 6.0
     inside = (x > -3.0) & (x < 3.0)
     return v, 2 * U * v, np.where(inside, np.abs(x) / 6.0, 0.0)
 
 
 def _hardswish(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
-    v = x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+    v = x * np.clip(x + 3.0, 0.0, 6.0) * p["inv6"] if "inv6" in p else x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
     inside = (x > -3.0) & (x < 3.0)
     cond = np.where(inside, np.abs(x * (2.0 * x + 3.0)) / 6.0, np.where(x >= 3.0, np.abs(x), 0.0))
     return v, 3 * U * np.abs(v) + _TINY, cond
@@ -385,7 +395,7 @@ ENTRIES: tuple[OpInfo, ...] = (
          "default negative_slope=0.01)", _leaky_relu, _leaky_relu_math,
          torch="torch.nn.functional.leaky_relu", jax="jax.nn.leaky_relu", params={"negative_slope": 0.01},
          call_kwargs={"negative_slope": "negative_slope"},
-         param_checks={"negative_slope": _finite("negative_slope")},
+         param_checks={"negative_slope": _finite("negative_slope")}, constants={"negative_slope": None},
          variants=(
              ("relu-instead", "formula-error", False, "max(x, 0) returned for leaky_relu: the negative slope "
               "dropped", _leaky_as_relu),
@@ -394,7 +404,7 @@ ENTRIES: tuple[OpInfo, ...] = (
          )),
     _act("elu", "y = x for x > 0, alpha * (exp(x) - 1) otherwise (torch.nn.functional.elu; default alpha=1)",
          _elu, _elu_math, torch="torch.nn.functional.elu", jax="jax.nn.elu", params={"alpha": 1.0},
-         call_kwargs={"alpha": "alpha"}, param_checks={"alpha": _finite("alpha")},
+         call_kwargs={"alpha": "alpha"}, param_checks={"alpha": _finite("alpha")}, constants={"alpha": None},
          variants=(
              ("exp-minus-one-bf16", "formula", False, "alpha (exp(x) - 1) with exp and the subtraction in "
               "bfloat16: cancellation near 0 (expm1 not used)", _elu_exp_minus_one),
@@ -403,6 +413,7 @@ ENTRIES: tuple[OpInfo, ...] = (
     _act("selu", "y = scale * (x for x > 0, alpha * (exp(x) - 1) otherwise), alpha = 1.6732632423543772, "
          "scale = 1.0507009873554805 (torch.nn.functional.selu)", _selu, _selu_math,
          torch="torch.nn.functional.selu", jax="jax.nn.selu",
+         constants={"scale": lambda p: SELU_SCALE, "neg_coef": lambda p: SELU_SCALE * SELU_ALPHA},
          variants=(
              ("no-scale", "formula-error", False, "elu with alpha = 1.6733 but without scale (5 % off)",
               _selu_no_scale),
@@ -412,12 +423,14 @@ ENTRIES: tuple[OpInfo, ...] = (
     _act("celu", "y = x for x > 0, alpha * (exp(x / alpha) - 1) otherwise (torch.nn.functional.celu; "
          "alpha != 0, default 1)", _celu, _celu_math, torch="torch.nn.functional.celu", jax="jax.nn.celu",
          params={"alpha": 1.0}, call_kwargs={"alpha": "alpha"}, param_checks={"alpha": _celu_alpha},
+         constants={"alpha": None, "inv_alpha": lambda p: 1.0 / p["alpha"]},
          variants=(
              ("elu-instead", "formula-error", False, "alpha expm1(x) (elu) returned for celu: the input "
               "scale 1/alpha dropped (visible where alpha != 1)", _celu_no_input_scale),
          )),
     _act("hardsigmoid", "y = min(max(x + 3, 0), 6) / 6 (torch.nn.functional.hardsigmoid)", _hardsigmoid,
          _hardsigmoid_math, torch="torch.nn.functional.hardsigmoid", jax="jax.nn.hard_sigmoid",
+         constants={"inv6": lambda p: 1.0 / 6.0},
          variants=(
              ("keras-slope", "formula-error", False, "clip(0.2 x + 0.5, 0, 1) (Keras' hard sigmoid) returned "
               "for torch's clip(x/6 + 1/2, 0, 1)", _hardsigmoid_slope_5),
@@ -426,6 +439,7 @@ ENTRIES: tuple[OpInfo, ...] = (
          )),
     _act("hardswish", "y = x * min(max(x + 3, 0), 6) / 6 (torch.nn.functional.hardswish)", _hardswish,
          _hardswish_math, torch="torch.nn.functional.hardswish", jax="jax.nn.hard_swish",
+         constants={"inv6": lambda p: 1.0 / 6.0},
          variants=(
              ("hardsigmoid-instead", "formula-error", False, "hardsigmoid returned for hardswish (factor x "
               "dropped)", _hardswish_no_x),

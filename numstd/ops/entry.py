@@ -125,6 +125,14 @@ class OpInfo:
         reference somewhere (:mod:`numstd.corpus.elementwise`), or as many ULPs as an optional
         sixth field says (a bug whose small errors are of the size of a legitimate bound is named
         by the inputs where it is grossly wrong).
+    constants : mapping of str to callable or None
+        Elementwise ops: the scalars of the formula that a legitimate kernel holds in its compute
+        format (torch converts ``negative_slope`` to the tensor's opmath type; ``x * (1/6)`` uses
+        ``fl(1/6)``): name -> ``value(params)``, the exact float64 value, or ``None`` for the
+        parameter of that name.  ``ref`` reads each constant from its ``params`` argument under
+        that name (falling back to the exact value), so the reference can be evaluated with the
+        constants rounded; standards whose criteria set ``rounded_constants`` allow the systematic
+        error this causes (:func:`numstd.judge.criteria.constant_shifts`).
     """
 
     name: str
@@ -145,17 +153,22 @@ class OpInfo:
     ref: Callable[[np.ndarray, Mapping[str, Any]], tuple] | None = None
     math: Callable[..., np.ndarray] | None = None
     variants: tuple = ()
+    constants: Mapping[str, Callable[[Mapping[str, Any]], float] | None] = field(default_factory=dict)
 
     @property
     def n_required(self) -> int:
         """Number of inputs that must be given."""
         return len(self.inputs) - self.optional_inputs
 
+    def constant_values(self, params: Mapping[str, Any]) -> dict[str, float]:
+        """The exact float64 value of each of :attr:`constants` for the op's (validated) ``params``."""
+        return {name: float(params[name] if fn is None else fn(params)) for name, fn in self.constants.items()}
+
 
 def entry(name: str, kind: str, inputs: Sequence[str], optional: int, params: Mapping[str, object], doc: str,
           **fields: Any) -> OpInfo:
     """An :class:`OpInfo` with read-only mappings (what the family modules call)."""
-    for key in ("param_checks", "calls"):
+    for key in ("param_checks", "calls", "constants"):
         if key in fields:
             fields[key] = types.MappingProxyType(dict(fields[key]))
     return OpInfo(name, kind, tuple(inputs), optional, types.MappingProxyType(dict(params)), doc, **fields)
