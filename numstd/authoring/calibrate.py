@@ -606,6 +606,7 @@ def _backend_variant(op: str, name: str) -> Any:
     def fn(inputs, params, out_fmt, acc_fmt, seed, _be=be):  # noqa: ANN001
         from ..core.formats import format_of
 
+        inputs = _autocast_inputs(op, inputs, out_fmt)
         y = np.asarray(_be.run(op, inputs, **params))
         if format_of(y) != out_fmt:
             return np.full(y.shape, np.nan)  # not this standard's output format: excluded
@@ -613,7 +614,38 @@ def _backend_variant(op: str, name: str) -> Any:
 
     return Variant(op=op, name=f"backend:{name}", family="backend", legit=True,
                    description=f"{name} backend's own implementation", fn=fn,
-                   applies=lambda o, i, p, _be=be: _be.output_format(op, i) == o if hasattr(_be, "output_format") else o == i[0])
+                   applies=lambda o, i, p, _be=be: (_be.output_format(op, i) == o if hasattr(_be, "output_format") else o == i[0])
+                   or _autocast_fp32(o, i))
+
+
+#: ops torch.autocast runs in the 16-bit type, rounding float32 inputs to it (its "lower precision" list)
+AUTOCAST_16 = ("matmul", "linear", "attention")
+
+
+def _autocast_fp32(out: Any, inputs: Sequence[Any]) -> bool:
+    """Whether (input formats -> ``out``) is a torch.autocast combination: float32 output of 16-bit
+    floating inputs (its fp32 list), or a 16-bit output of float32 inputs (its lower-precision list)."""
+    fl = [f for f in inputs if f is not None]
+    return bool(fl) and ((out.name == "float32" and fl[0].p < 24) or (out.p < 24 and fl[0].name == "float32"))
+
+
+def _autocast_inputs(op: str, inputs: Sequence[Any], out_fmt: Any) -> list:
+    """The floating inputs as torch.autocast hands them to the op for output format ``out_fmt``:
+    16-bit inputs cast to float32 (exact) for a float32 output; float32 inputs rounded (RNE) to the
+    16-bit output type for the ops of :data:`AUTOCAST_16`; otherwise unchanged."""
+    from ..core.formats import format_of, round_to
+
+    def cast(x: Any) -> Any:
+        if not isinstance(x, np.ndarray) or x.dtype.kind not in "fV":
+            return x
+        p = format_of(x).p
+        if out_fmt.name == "float32" and p < 24:
+            return x.astype(np.float32)
+        if out_fmt.p < 24 and p == 24 and op in AUTOCAST_16:
+            return round_to(x, out_fmt)
+        return x
+
+    return [cast(x) for x in inputs]
 
 
 # ------------------------------------------------------------------------------ sweep tasks
