@@ -1,4 +1,5 @@
-"""``python -m numstd calibrate``: earn a standard's constants from evidence, write a draft.
+"""Calibration: earn a standard's constants from evidence, write a draft (:func:`calibrate`; the
+command ``python -m numstd calibrate`` is its parser, :mod:`numstd.cli.calibrate`).
 
 For one standard (a template instance, or a shipped standard to recalibrate):
 
@@ -23,7 +24,7 @@ For one standard (a template instance, or a shipped standard to recalibrate):
 
 The same command and seed give the same draft and evidence, byte for byte: everything is seeded,
 the date comes from ``--date`` or ``SOURCE_DATE_EPOCH`` (else today), and the recorded command line
-is rebuilt from the parsed arguments.
+is rebuilt from the parsed arguments (by :mod:`numstd.cli.calibrate`).
 
 Scale-out (docs/scale-out.md).  Step 2 is a sweep (:mod:`numstd.sweep`) of tasks — one case and up
 to ``chunk`` variants that need the same resources — run by an executor (:mod:`numstd.executor`:
@@ -42,13 +43,11 @@ tasks.
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
 import math
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +58,7 @@ import numpy as np
 from .._version import __version__
 from ..core.errors import NumstdError, ParameterError, StandardNotFound
 
-__all__ = ["calibrate", "CalibrationResult", "EvidenceRow", "configure", "run", "add_executor_options"]
+__all__ = ["calibrate", "CalibrationResult", "EvidenceRow"]
 
 
 @dataclass
@@ -888,59 +887,3 @@ def _plot(result: CalibrationResult, path: Path) -> Path | None:
     fig.savefig(path, dpi=110, metadata=meta)
     plt.close(fig)
     return path
-
-
-# --------------------------------------------------------------------------------------- CLI
-def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--op", help="op name (with --inputs)")
-    p.add_argument("--inputs", help="input format, e.g. bfloat16")
-    p.add_argument("--output", help="output format (default: the input format)")
-    p.add_argument("--accumulate", default="float32", help="accumulation format (default float32)")
-    p.add_argument("--standard", help="recalibrate this standard (ID or ID@N) into its next version")
-    p.add_argument("--template", help="calibrate this template instance by ID (e.g. NS-MATMUL-FP32-TF32)")
-    p.add_argument("--backends", nargs="*", default=["numpy"], help="backends whose outputs join the evidence")
-    p.add_argument("--quick", action="store_true", help="one seed, smallest and largest shapes")
-    p.add_argument("--seed", type=int, default=0, help="seed offset for the suite")
-    p.add_argument("--date", help="date recorded in provenance (default SOURCE_DATE_EPOCH or today)")
-    p.add_argument("--out", required=True, help="output directory for the draft, evidence, plot and the sweep "
-                                                "dataset OUT/<ID>.sweep (the same command resumes it)")
-    add_executor_options(p, default="local")
-    p.add_argument("--retries", type=int, default=2, help="extra runs of a failing task before it is reported (default 2)")
-    p.add_argument("--chunk", type=int, default=8, help="variants per task (default 8)")
-
-
-def add_executor_options(p: argparse.ArgumentParser, default: str = "local") -> None:
-    """``--executor``, ``--workers``, ``--ray-address`` (shared by calibrate, survey and capture)."""
-    p.add_argument("--executor", choices=["local", "ray", "serial"], default=default,
-                   help=f"where tasks run: local process pool, a Ray cluster, or this process (default {default})")
-    p.add_argument("--workers", type=int, help="local processes (default: every core) or CPUs of a local Ray")
-    p.add_argument("--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else start a local Ray)")
-
-
-def run(args: argparse.Namespace) -> int:
-    from ..core.progress import counter
-
-    cmd = "python -m numstd calibrate " + " ".join(
-        f"--{k} {v}" for k, v in (("op", args.op), ("inputs", args.inputs), ("output", args.output),
-                                  ("standard", args.standard), ("template", args.template)) if v) \
-        + (f" --accumulate {args.accumulate}" if args.accumulate != "float32" else "") \
-        + (" --backends " + " ".join(args.backends) if args.backends != ["numpy"] else "") \
-        + (" --quick" if args.quick else "") + (f" --seed {args.seed}" if args.seed else "")
-    start = time.perf_counter()
-    res = calibrate(args.op, args.inputs, args.output, args.accumulate, standard=args.standard, template=args.template,
-                    backends=args.backends, quick=args.quick, seed=args.seed, out=args.out, date=args.date,
-                    progress=counter("calibrate", "task"), command=cmd.strip(), executor=args.executor, workers=args.workers,
-                    ray_address=args.ray_address, retries=args.retries, chunk=args.chunk)
-    if res.sweep is not None and res.sweep.reused:
-        print(f"resumed: {res.sweep.reused} of {res.sweep.total} tasks reused from {res.sweep_path}", file=sys.stderr)
-    print(res.summary())
-    took = time.perf_counter() - start
-    if res.ok:
-        print(f"draft: {res.draft_path}\nevidence: {res.evidence_path}\n"
-              + (f"plot: {res.plot_path}" if res.plot_path else "plot: none (matplotlib is not importable: pip install matplotlib)"))
-        print(f"model headroom {res.legit_headroom:.2f}× over the most demanding legitimate case; "
-              f"mildest bug {res.bug_margin:.3g}× its limit; {took:.1f} s")
-        print(f"review it, then: python -m numstd publish {res.draft_path}")
-        return 0
-    print(f"calibration refused to write a draft ({took:.1f} s); evidence: {res.evidence_path}", file=sys.stderr)
-    return 1

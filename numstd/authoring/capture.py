@@ -36,7 +36,6 @@ row whose bits do not match their length or sha256.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import hashlib
@@ -56,7 +55,7 @@ from ..core.errors import BackendUnavailable, DataIntegrityError, NumstdError, S
 __all__ = [
     "SCHEMA", "METADATA_KEY", "capture", "write_capture", "read_capture", "capture_metadata",
     "capture_outputs", "resolve_standard", "compare", "Comparison", "CaptureReport", "PairReport",
-    "CaseVerdict", "PairCase", "configure", "run",
+    "CaseVerdict", "PairCase",
 ]
 
 SCHEMA = "numstd.capture/1"
@@ -628,41 +627,3 @@ def compare(captures: Sequence[Any], *, standard: Any = None, labels: Sequence[s
     pairs = [_pair(names[i], tables[i], names[j], tables[j])
              for i in range(len(tables)) for j in range(i + 1, len(tables))]
     return Comparison(reports, pairs)
-
-
-# ------------------------------------------------------------------------------ CLI
-def configure(p: argparse.ArgumentParser, name: str = "capture") -> None:
-    if name == "capture":
-        p.add_argument("--standard", required=True, help="ID@N or ID (a template ID before publication)")
-        p.add_argument("--backend", required=True, help="backend name (python -m numstd backends)")
-        p.add_argument("--out", required=True, help="output Parquet file")
-        p.add_argument("--quick", action="store_true", help="first shape and first seed only")
-        p.add_argument("--seeds", type=int, nargs="+", help="replace the suite's seeds")
-        from .calibrate import add_executor_options
-
-        add_executor_options(p, default="serial")
-        p.add_argument("--retries", type=int, default=2, help="extra runs of a failing task (with --executor local/ray)")
-    else:
-        p.add_argument("captures", nargs="+", metavar="CAPTURE", help="capture files (.parquet)")
-        p.add_argument("--standard", help="judge against this standard instead of the one each capture names")
-        p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-
-
-def run(args: argparse.Namespace, name: str = "capture") -> int:
-    if name == "capture":
-        from ..core.progress import counter
-
-        sweep = None if args.executor == "serial" else Path(str(args.out) + ".sweep")
-        table = capture(args.standard, args.backend, args.quick, seeds=args.seeds, progress=counter("capture", "case"),
-                        executor=None if args.executor == "serial" else args.executor, workers=args.workers,
-                        ray_address=args.ray_address, retries=args.retries, sweep_dir=sweep)
-        path = write_capture(table, args.out)
-        meta = capture_metadata(table)
-        errors = sum(e is not None for e in table.column("error").to_pylist())
-        print(f"{path}: {meta['n_cases']} cases of {meta['standard']} on {meta['backend']} ({meta['device']}; "
-              f"{meta['versions']})" + (f"; {errors} raised" if errors else ""))
-        return 0
-    result = compare(args.captures, standard=args.standard)
-    print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else result.text())
-    return 0 if result.passed else 1
-

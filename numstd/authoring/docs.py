@@ -6,11 +6,10 @@ the standard files generate (stale docs).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_standard", "render", "generate", "default_out", "configure", "run"]
+__all__ = ["render_standard", "render", "generate", "default_out"]
 
 
 def _anchor(key: str) -> str:
@@ -108,11 +107,6 @@ def generate(out: str | Path, standards_root: Any = None) -> list[Path]:
     return written
 
 
-def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=None, help="output directory (default: docs/standards of the repository, "
-                                               "in a source checkout only)")
-
-
 def default_out() -> Path:
     """``docs/standards`` of the source checkout numstd runs from.
 
@@ -132,10 +126,3 @@ def default_out() -> Path:
         raise ParameterError(f"numstd is installed outside a source checkout ({root}); pass --out DIR to write "
                              "the standards' pages somewhere, e.g. python -m numstd docs --out numstd-docs")
     return root / "docs" / "standards"
-
-
-def run(args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else default_out()
-    for p in generate(out):
-        print(p)
-    return 0

@@ -1,4 +1,5 @@
-"""``python -m numstd publish DRAFT.toml``: make a reviewed draft a published, immutable standard.
+"""Publication: make a reviewed draft a published, immutable standard (:func:`publish`; the command
+``python -m numstd publish DRAFT.toml`` is its parser, :mod:`numstd.cli.publish`).
 
 Where: a repository (``--root``: ``<root>/standards``, evidence in ``<root>/reference_data/evidence``,
 docs in ``<root>/docs/standards``; the default when numstd runs from its source checkout), or a
@@ -19,7 +20,6 @@ files already renamed are removed again and the old LOCK stays: every write land
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import tempfile
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..core.errors import DataIntegrityError, NumstdError, SchemaError
 
-__all__ = ["publish", "configure", "run", "id_matches_op"]
+__all__ = ["publish", "id_matches_op"]
 
 
 def _repo_root() -> Path:
@@ -170,18 +170,3 @@ def _write_all(writes: list[tuple[Path, bytes]]) -> None:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
         raise
-
-
-def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("drafts", nargs="+", help="draft standard files written by calibrate")
-    p.add_argument("--root", help="repository root (default: numstd's source checkout)")
-    p.add_argument("--into", dest="into", metavar="DIR",
-                   help="publish into this directory of your own standards (default: the first --standards-dir "
-                        "or NUMSTD_STANDARDS_PATH entry)")
-
-
-def run(args: argparse.Namespace) -> int:
-    for d in args.drafts:
-        path = publish(d, root=args.root, standards_dir=args.into, docs=d == args.drafts[-1])
-        print(f"published {path}")
-    return 0

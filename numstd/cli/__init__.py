@@ -1,7 +1,10 @@
 """Layer 6: the command line, ``python -m numstd COMMAND`` (all argparse code lives here).
 
-:mod:`.app` dispatches the subcommands; :mod:`.grade`, :mod:`.survey` and :mod:`.backends` hold the
-parsers of the commands of those names.
+:mod:`.app` dispatches the subcommands (and holds list, show, check, review, verify); :mod:`.grade`,
+:mod:`.survey`, :mod:`.backends`, :mod:`.calibrate`, :mod:`.capture` (capture and compare),
+:mod:`.publish`, :mod:`.docs` and :mod:`.report` hold the parsers of the commands of those names.
+Each parses, calls the library (layers below) and prints; the library modules take no argparse
+namespace.
 """
 
 from __future__ import annotations

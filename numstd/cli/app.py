@@ -19,21 +19,21 @@ from ..core.errors import NumstdError
 
 __all__ = ["main", "COMMANDS"]
 
-#: subcommand -> (module, one-line help); this module holds list, show and check
+#: subcommand -> (module, one-line help); this module holds list, show, check, review and verify
 COMMANDS = {
     "list": ("numstd.cli.app", "list standards (filter with --op; --json for tools)"),
     "show": ("numstd.cli.app", "show one standard: formula, constants, criteria, rationale, provenance"),
     "check": ("numstd.cli.app", "judge an output (.safetensors/.npy/.npz) against a standard; exit 0 pass, 1 fail, 2 usage"),
     "survey": ("numstd.cli.survey", "exhaustive/sampled accuracy survey of an elementwise function"),
     "backends": ("numstd.cli.backends", "list backends with available/unavailable and why"),
-    "capture": ("numstd.authoring.capture", "run a standard's suite on a backend and write a Parquet capture"),
-    "compare": ("numstd.authoring.capture", "judge captures against the reference and against each other"),
-    "calibrate": ("numstd.authoring.calibrate", "derive a standard's constants from evidence; write a draft"),
-    "publish": ("numstd.authoring.publish", "move a reviewed draft into standards/, update LOCK and docs"),
+    "capture": ("numstd.cli.capture", "run a standard's suite on a backend and write a Parquet capture"),
+    "compare": ("numstd.cli.capture", "judge captures against the reference and against each other"),
+    "calibrate": ("numstd.cli.calibrate", "derive a standard's constants from evidence; write a draft"),
+    "publish": ("numstd.cli.publish", "move a reviewed draft into standards/, update LOCK and docs"),
     "grade": ("numstd.cli.grade", "grade a KernelBench-layout candidate against its problem"),
-    "report": ("numstd.reporting.html", "write Markdown/HTML reports of saved verdicts"),
+    "report": ("numstd.cli.report", "write Markdown/HTML reports of saved verdicts"),
     "review": ("numstd.cli.app", "print a rubric-ready Markdown block for a grade report or verdict (.json)"),
-    "docs": ("numstd.authoring.docs", "regenerate docs/standards from the standard files"),
+    "docs": ("numstd.cli.docs", "regenerate docs/standards from the standard files"),
     "verify": ("numstd.cli.app", "check every shipped file against its recorded sha256; exit 1 on any mismatch"),
 }
 

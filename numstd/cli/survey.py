@@ -34,7 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the survey as JSON")
     p.add_argument("--plot", metavar="PNG", help="save a plot of the ULP error against the input")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    from ..authoring.calibrate import add_executor_options
+    from .calibrate import add_executor_options
 
     add_executor_options(p, default="serial")
     p.add_argument("--sweep-dir", help="dataset of the tasks' outputs (with --executor local/ray; the same "

@@ -1,4 +1,5 @@
-"""``python -m numstd report VERDICTS --out DIR``: Markdown and HTML reports of saved verdicts.
+"""Markdown and HTML reports of saved verdicts (:func:`write_report`; the command
+``python -m numstd report VERDICTS --out DIR`` is its parser, :mod:`numstd.cli.report`).
 
 ``VERDICTS`` is what numstd saves: a JSON list of verdicts (the pytest plugin's
 ``--numstd-report x.json``; each may carry a ``test`` label), a Parquet table of verdict rows
@@ -14,7 +15,6 @@ keeps the tables.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import json
@@ -27,7 +27,7 @@ import numpy as np
 from ..core.errors import NumstdError, SchemaError
 from ..judge.verdict import Verdict
 
-__all__ = ["load_verdicts", "write_report", "render_markdown", "configure", "run"]
+__all__ = ["load_verdicts", "load_verdict_files", "write_report", "render_markdown"]
 
 
 # ---------------------------------------------------------------------------------- loading
@@ -49,6 +49,32 @@ def load_verdicts(path: str | Path) -> list[tuple[str, Verdict]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise NumstdError(f"{p}: not JSON ({exc}); pass a .json or .parquet file written by numstd") from None
     return _from_doc(doc, p)
+
+
+def load_verdict_files(paths: Sequence[str | Path]) -> list[tuple[str, Verdict]]:
+    """The verdicts of several files, in order, for one report.
+
+    Parameters
+    ----------
+    paths : sequence of str or Path
+        Files :func:`load_verdicts` reads.
+
+    Returns
+    -------
+    list of (label, Verdict)
+        With one file, its labels; with more, each label prefixed by its file's name
+        (``"run.json: verdict 0"``).
+
+    Raises
+    ------
+    NumstdError
+        As :func:`load_verdicts`, for the first file it cannot read.
+    """
+    items: list[tuple[str, Verdict]] = []
+    for path in paths:
+        loaded = load_verdicts(path)
+        items += [(label if len(paths) == 1 else f"{Path(path).name}: {label}", v) for label, v in loaded]
+    return items
 
 
 def _from_doc(doc: Any, p: Path) -> list[tuple[str, Verdict]]:
@@ -78,17 +104,6 @@ def _from_parquet(p: Path) -> list[tuple[str, Verdict]]:
         raise NumstdError(f"{p}: not a readable Parquet file ({exc})") from None
     labels = table.column("test").to_pylist() if "test" in table.column_names else None
     return [(str(labels[i]) if labels else f"verdict {i}", Verdict.from_arrow(table, i)) for i in range(table.num_rows)]
-
-
-def _load_npz(spec: str) -> tuple[int, np.ndarray, np.ndarray]:
-    if "=" not in spec:
-        raise NumstdError(f"--npz {spec!r}: write INDEX=FILE, e.g. 0=out.npz (arrays 'actual' and 'reference')")
-    idx, path = spec.split("=", 1)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return int(idx), np.asarray(z["actual"]), np.asarray(z["reference"], dtype=np.float64)
-    except (OSError, KeyError, ValueError) as exc:
-        raise NumstdError(f"--npz {spec}: needs a readable .npz with arrays 'actual' and 'reference' ({exc})") from None
 
 
 # ---------------------------------------------------------------------------------- plots
@@ -320,30 +335,3 @@ def write_report(items: Iterable[tuple[str, Verdict]], out: str | Path, *,
     page = out / "report.html"
     page.write_text(_render_html(items, images, note), encoding="utf-8")
     return {"markdown": md, "html": page, "plots": [img for pairs in images.values() for img, _ in pairs]}
-
-
-# ---------------------------------------------------------------------------------- CLI
-def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("verdicts", nargs="+", metavar="VERDICTS",
-                   help="JSON (list, verdict or grade report) or Parquet files written by numstd")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for report.md, report.html, plots/")
-    p.add_argument("--npz", action="append", default=[], metavar="I=FILE",
-                   help="arrays 'actual' and 'reference' of verdict I: plot every element")
-    p.add_argument("--plots", choices=("all", "failed", "none"), default="all", help="which verdicts get plots")
-
-
-def run(args: argparse.Namespace) -> int:
-    items: list[tuple[str, Verdict]] = []
-    for path in args.verdicts:
-        loaded = load_verdicts(path)
-        items += [(label if len(args.verdicts) == 1 else f"{Path(path).name}: {label}", v) for label, v in loaded]
-    npz = {}
-    for spec in args.npz:
-        i, a, r = _load_npz(spec)
-        npz[i] = (a, r)
-    paths = write_report(items, args.out, npz=npz, plots=args.plots)
-    n_fail = sum(not v.passed for _, v in items)
-    print(f"{len(items)} verdict(s), {n_fail} failing: {paths['markdown']} and {paths['html']}")
-    if paths["plots"]:
-        print(f"plots: {len(paths['plots'])} in {Path(args.out) / 'plots'} (first: {paths['plots'][0]})")
-    return 0
