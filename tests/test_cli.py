@@ -84,3 +84,11 @@ def test_generated_docs_are_not_stale():
     assert set(on_disk) == set(pages), "run `python -m numstd docs`"
     for name, text in pages.items():
         assert on_disk[name] == text, f"docs/standards/{name} is stale: run `python -m numstd docs`"
+
+
+def test_publish_of_a_missing_draft_is_a_clear_error_with_exit_2(tmp_path, capsys):
+    from numstd.cli.app import main
+
+    rc = main(["publish", str(tmp_path / "missing.toml"), "--into", str(tmp_path / "mine")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot read the draft" in err and "calibrate --out" in err

@@ -25,7 +25,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..core.errors import DataIntegrityError, NumstdError, SchemaError
+from ..core.errors import DataIntegrityError, NumstdError, ParameterError, SchemaError
 
 __all__ = ["publish", "id_matches_op"]
 
@@ -91,7 +91,11 @@ def publish(draft: str | Path, *, root: str | Path | None = None, docs: bool = T
 
     draft = Path(draft)
     std_dir, ev_dir, docs_dir = _target(root, standards_dir)
-    data = draft.read_bytes()
+    try:
+        data = draft.read_bytes()
+    except OSError as exc:
+        raise ParameterError(f"{draft}: cannot read the draft ({exc.strerror or exc}); pass the .toml that "
+                             "`python -m numstd calibrate --out DIR` wrote (DIR/<ID>@<N>.toml)") from None
     std = load_standard(data, str(draft))
     if std.status != "draft":
         raise SchemaError(f"{draft}: status is {std.status!r}; only drafts are published")
