@@ -713,8 +713,17 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
             continue
         name, inputs, oparams, how = call
         try:
+            from ..catalog.registry import find_standard
+            from ..core.formats import format_of
             from ..judge.check import check
 
+            # the op standard for the module's own output format (bf16/fp16 inputs may have only an
+            # autocast standard with an fp32 output: not the one for this module)
+            from ..judge.check import selector_params
+
+            floats = [format_of(a).name for a in inputs if a is not None and np.asarray(a).dtype.kind in "fV"]
+            find_standard(name, inputs=floats[:1], output=std.output.name,  # StandardNotFound: none for it
+                          **{k: v for k, v in oparams.items() if k in selector_params(name)})
             ov = check(r.candidate[0], op=name, inputs=inputs, **oparams)
         except NumstdError as exc:
             op_failed, op_note = True, f"{name} not judged by an op standard: {exc}"
