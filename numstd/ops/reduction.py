@@ -45,10 +45,10 @@ def _reduced_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ..
 def _extremum(name: str, np_name: str, what: str) -> OpInfo:
     """The entry of ``amax`` or ``amin`` (exact reductions; module docstring)."""
     return entry(name, "reduction", ("x",), 0, {"axis": None, "keepdims": False}, (
-        f"{what} of x over axis (numpy.{np_name}, torch.{name}): axis None (all axes), an int or a tuple of "
-        f"ints, keepdims as numpy. Exact: the result is one of the inputs, returned in the input format; NaN "
-        f"propagates (a reduced slice holding a NaN gives NaN); the sign of a zero result is not judged "
-        f"(max(-0, +0) may be either zero); empty reduced axes are an error."
+        f"y = {np_name}(x) over axis, {what} (numpy.{np_name}, torch.{name}): axis None (all axes), an int or a "
+        f"tuple of ints, keepdims as numpy. Exact: the result is one of the inputs, returned in the input "
+        f"format; NaN propagates (a reduced slice holding a NaN gives NaN); the sign of a zero result is not "
+        f"judged ({np_name}(-0, +0) may be either zero); empty reduced axes are an error."
     ),
         shape=_reduced_shape, reference="exact:extremum", corpus="extrema",
         calls={"torch": Call(f"torch.{name}", {"dim": "axis", "keepdim": "keepdims"}),
