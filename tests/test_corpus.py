@@ -31,7 +31,9 @@ FP32 = get_format("float32")
 U = FP32.u
 ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt", "softplus",
                "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh", "clamp")
-BRIEF_OPS = ("matmul", "linear", "sum", "mean", "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
+#: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
+EXTREMA = ("amax", "amin")
+BRIEF_OPS = ("matmul", "linear", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
              "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
 
 # (shape, params, input formats, output format) per op; distributions per op.
@@ -46,6 +48,9 @@ CASES: dict[str, list] = {
     "mean": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
              ((48, 40), {"axis": -1}, BF, BF), ((4, 16, 20), {"axis": (0, 2)}, F32, F32)],
     "cumsum": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32)],
+    **{op: [((64, 200), {"axis": -1}, BF, BF), ((64, 200), {"axis": -1}, F32, F32),
+            ((8, 16, 16), {"axis": (0, 2), "keepdims": True}, "float16", "float16"), ((300,), {}, F32, F32)]
+       for op in EXTREMA},
     "cumprod": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32),
                 ((8, 300), {"axis": -1}, "float16", "float16")],
     "softmax": _ROWS + [((200, 12), {"axis": 0}, BF, BF)],
@@ -70,6 +75,7 @@ DISTS: dict[str, tuple[str, ...]] = {
     "matmul": ("normal", "offset", "large"), "linear": ("normal", "offset"),
     "sum": ("normal", "offset"), "mean": ("normal", "offset"), "cumsum": ("normal", "offset"),
     "cumprod": ("smallvar", "normal"),
+    **{op: ("normal", "offset", "ties", "nonfinite") for op in EXTREMA},
     "softmax": _SOFTMAX_DISTS, "log_softmax": _SOFTMAX_DISTS,
     "cross_entropy": ("normal", "offset", "large"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
@@ -136,6 +142,9 @@ def _reference(op, arr, p, out, name=""):
         if op == "mean":
             absr = absr / K
         return r, (K + 3) * U * absr + rho * ulp(r, out)
+    if op in EXTREMA:  # exact: any other value is at least one ulp away
+        r = (np.max if op == "amax" else np.min)(a[0], axis=p["axis"], keepdims=p["keepdims"])
+        return r, 0.25 * ulp(r, out)
     if op == "cumsum":
         x = a[0]
         r, absr = np.cumsum(x, axis=p["axis"]), np.cumsum(np.abs(x), axis=p["axis"])
@@ -229,10 +238,12 @@ def _reference(op, arr, p, out, name=""):
 class Judged:
     """A variant's output on one case against the reference and the legitimate bound."""
 
-    def __init__(self, y, r, bound, out):
+    def __init__(self, y, r, bound, out, exact=False):
         y = np.asarray(y, dtype=np.float64)
         fin = np.isfinite(r)
         self.nonfinite = bool((~np.isfinite(y) & fin).any())
+        if exact:  # (amax, amin) a NaN or infinity of the reference must come back as itself
+            self.nonfinite |= bool((~fin & ~((y == r) | (np.isnan(y) & np.isnan(r)))).any())
         with np.errstate(all="ignore"):
             err = np.abs(y - r)
             ratio = np.where(fin, err / bound, 0.0)
@@ -273,7 +284,7 @@ def runs():
                     y = v.fn(arr, full, out, FP32, 11)
                     r, bound = reference(op, arr, full, out, v.name)
                     obs = None if v.legit else v.applicable(arr, full, out)
-                    rows.append((v, cid, y, Judged(y, r, bound, out), obs, out, r.shape))
+                    rows.append((v, cid, y, Judged(y, r, bound, out, op in EXTREMA), obs, out, np.shape(r)))
             cache[op] = rows
         return cache[op]
 

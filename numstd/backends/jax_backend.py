@@ -10,6 +10,7 @@ matmul         ``jnp.matmul(A, B)``
 linear         ``x @ W.T + b``
 sum, mean      ``jnp.sum`` / ``jnp.mean`` (XLA upcasts 16-bit inputs to float32 internally)
 cumsum         ``jnp.cumsum(x, axis)``
+amax, amin     ``jnp.max`` / ``jnp.min`` (``axis``, ``keepdims``)
 softmax        ``jax.nn.softmax``, ``jax.nn.log_softmax``
 layer_norm     two-pass in float32 (``x`` upcast when narrower): ``d = x - mean x``,
                ``d * rsqrt(mean(d²) + eps) * weight + bias``, cast to the input dtype

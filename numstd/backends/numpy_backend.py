@@ -12,6 +12,7 @@ matmul         ``np.matmul(A, B)``
 linear         ``x @ W.T + b``
 sum, mean      ``np.sum`` / ``np.mean`` (pairwise summation)
 cumsum         ``np.cumsum`` (sequential)
+amax, amin     ``np.max`` / ``np.min`` (exact; NaN propagates)
 softmax        ``e = exp(x - max x); e / sum e``
 log_softmax    ``(x - max x) - log(sum exp(x - max x))``
 layer_norm     ``d = x - mean x; d / sqrt(mean(d²) + eps) * weight + bias`` (two-pass variance)
@@ -104,6 +105,8 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "sum": lambda a, p: np.sum(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "mean": lambda a, p: np.mean(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "cumsum": lambda a, p: np.cumsum(a[0], axis=p["axis"]),
+    "amax": lambda a, p: np.max(a[0], axis=p["axis"], keepdims=p["keepdims"]),
+    "amin": lambda a, p: np.min(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "softmax": lambda a, p: _softmax(a[0], p["axis"]),
     "log_softmax": lambda a, p: _log_softmax(a[0], p["axis"]),
     "layer_norm": lambda a, p: _layer_norm(a[0], a[1], a[2], p["eps"]),

@@ -8,6 +8,7 @@ matmul         ``torch.matmul(A, B)``
 linear         ``F.linear(x, W, b)``
 sum, mean      ``torch.sum`` / ``torch.mean`` over ``dim=axis`` (all dims for ``axis=None``)
 cumsum         ``torch.cumsum(x, dim=axis)``
+amax, amin     ``torch.amax`` / ``torch.amin`` (``dim=axis, keepdim=keepdims``)
 softmax        ``F.softmax(x, dim=axis)``, ``F.log_softmax``
 layer_norm     ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)``
 rms_norm       ``F.rms_norm(x, x.shape[-1:], weight, eps)``

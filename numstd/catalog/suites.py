@@ -17,6 +17,11 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 ``wide``       sign·2^U(−40, 40) clipped to the format's range: huge dynamic range.
 ``smallvar``   1 + N(0, 1)·0.01 per row: variance near eps (missing or misplaced eps).
 ``specials``   normal plus ±0, subnormals, ±max and values at the format's rounding boundaries.
+``ties``       per row, four equally spaced values (steps of 0.5: exact in every format) from
+               {−1.5 … 0}, {0 … 1.5} or {−0.75 … 0.75}, zeros of random sign: many ties, and rows
+               whose maximum (or minimum) is a zero held as both −0 and +0 (the extrema).
+``nonfinite``  normal with, per row (last axis), a NaN, a +inf, a −inf, NaN and +inf together, or a
+               whole row of +inf or −inf (about 40 % of rows): NaN propagation and infinite extrema.
 
 Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``.
@@ -33,7 +38,8 @@ import numpy as np
 
 __all__ = ["DISTRIBUTIONS", "Case", "make_case", "cases_for", "draw"]
 
-DISTRIBUTIONS = ("normal", "uniform", "uniform01", "heavy", "offset", "large", "rowscale", "wide", "smallvar", "specials")
+DISTRIBUTIONS = ("normal", "uniform", "uniform01", "heavy", "offset", "large", "rowscale", "wide", "smallvar", "specials",
+                 "ties", "nonfinite")
 
 
 @dataclass(frozen=True)
@@ -100,13 +106,44 @@ def draw(rng: np.random.Generator, shape: Sequence[int], dist: str, fmt: Any = "
             k = min(n // 8 + 1, n)
             pos = rng.choice(n, size=k, replace=False)
             flat[pos] = specials[rng.integers(0, specials.size, k)]
+    elif dist == "ties":
+        lo = rng.choice(np.array([-1.5, 0.0, -0.75]), size=rows)
+        x = lo + 0.5 * rng.integers(0, 4, shape)
+        x = np.where(x == 0, np.where(rng.random(shape) < 0.5, -0.0, 0.0), x)
+    elif dist == "nonfinite":
+        x = _nonfinite(rng, shape)
     else:
         raise ParameterError(f"unknown distribution {dist!r}; use one of {', '.join(DISTRIBUTIONS)}")
     return np.asarray(x, dtype=np.float64)
 
 
+def _nonfinite(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """``normal`` with NaN and infinities placed per row of the last axis (``nonfinite``, module docstring)."""
+    x = rng.standard_normal(shape)
+    k = shape[-1] if shape else 1
+    t = x.reshape(-1, k) if k else x.reshape(0, 0)
+    kind = rng.random(t.shape[0])
+    pos = rng.integers(0, max(k, 1), (t.shape[0], 2))
+    for r in range(t.shape[0]):
+        c = kind[r]
+        if c < 0.1:
+            t[r, pos[r, 0]] = np.nan
+        elif c < 0.2:
+            t[r, pos[r, 0]] = np.inf
+        elif c < 0.3:
+            t[r, pos[r, 0]] = -np.inf
+        elif c < 0.35:
+            t[r, pos[r, 0]], t[r, pos[r, 1]] = np.inf, np.nan
+        elif c < 0.375:
+            t[r] = np.inf
+        elif c < 0.4:
+            t[r] = -np.inf
+    return t.reshape(shape)
+
+
 def _clip(x: np.ndarray, f: Any) -> np.ndarray:
-    return np.clip(x, -f.max_finite, f.max_finite)
+    """``x`` clipped to the format's finite range; infinities (the ``nonfinite`` draws) are kept."""
+    return np.where(np.isinf(x), x, np.clip(x, -f.max_finite, f.max_finite))
 
 
 def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, formats: Sequence[Any],

@@ -96,6 +96,8 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         dim = _arg(args, kwargs, 1, "dim")
         axis = None if dim is None else (tuple(dim) if isinstance(dim, (list, tuple)) else int(dim))
         return name, [x], {"axis": axis, "keepdims": bool(_arg(args, kwargs, 2, "keepdim", False))}
+    if name in ("amax", "amin", "max", "min"):
+        return _extremum_call(name, x, args, kwargs)
     if name == "layer_norm":
         shape = _arg(args, kwargs, 1, "normalized_shape")
         if shape is None or len(tuple(shape)) != 1:
@@ -120,6 +122,25 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
 
 
 _MISSING = object()
+
+
+def _extremum_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """``torch.amax``/``amin(x, dim, keepdim)`` as the catalog's amax/amin, and ``torch.max``/``min``
+    in their reducing forms: ``max(x)`` (all elements) and ``max(x, dim, keepdim)``, whose values
+    (the first of the returned (values, indices) pair, which a forward returns as ``[0]`` or
+    ``.values``) are amax's.  ``max(x, other)``, the elementwise maximum of two tensors, is no
+    catalog op."""
+    op = {"max": "amax", "min": "amin"}.get(name, name)
+    dim = _arg(args, kwargs, 1, "dim", _MISSING)
+    keepdim = bool(_arg(args, kwargs, 2, "keepdim", False))
+    if name in ("max", "min"):
+        if "other" in kwargs or (dim is not _MISSING and not isinstance(dim, int)):
+            return None
+    if dim is _MISSING or dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        axis = None  # (torch.amax's dim=() reduces every axis)
+    else:
+        axis = tuple(int(d) for d in dim) if isinstance(dim, (list, tuple)) else int(dim)
+    return op, [x], {"axis": axis, "keepdims": keepdim}
 
 
 @functools.lru_cache(maxsize=1)

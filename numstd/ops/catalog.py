@@ -17,14 +17,15 @@ Kinds (what the error analysis of the op looks like):
 kind            ops
 ==============  =====================================================================
 contraction     matmul, linear  (dot products of length K)
-reduction       sum, mean
+reduction       sum, mean, amax, amin (amax/amin exact: reference ``exact:extremum``)
 scan            cumsum
 softmax         softmax, log_softmax
 normalization   layer_norm, rms_norm
 elementwise     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt, softplus
 attention       attention  (two contractions around a softmax)
 loss            cross_entropy
-exact           (reserved for ops whose correct result is exactly representable)
+exact           (reserved; the exact ops hardtanh, clamp, relu, amax, amin keep their family's kind
+                and are exact through a zero-bound reference)
 ==============  =====================================================================
 """
 

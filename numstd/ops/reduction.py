@@ -1,7 +1,17 @@
-"""Reductions and scans: ``sum``, ``mean`` and ``cumsum``.
+"""Reductions and scans: ``sum``, ``mean``, ``cumsum`` and the exact extrema ``amax``, ``amin``.
 
 Reference: :mod:`numstd.reference.reduction` (double-double pairwise sums and blocked scans);
 variants: :mod:`numstd.corpus.reductions`.
+
+``amax``/``amin`` (numpy.max/min, torch.amax/amin) are judged bit-exact: the result is one of the
+inputs, so a correct kernel returns exactly ``max(x)`` in the input format whatever its order of
+comparisons (:mod:`numstd.reference.exact`, bound 0; variants: :mod:`numstd.corpus.extrema`).
+NaN propagates (a reduced slice holding a NaN gives NaN, as torch.amax and numpy.max do).  Signed
+zeros: the reference is IEEE 754-2019 ``maximum``/``minimum`` (``-0 < +0``), but the standards do
+not judge the sign of a zero result (no ``signed_zero`` criterion): torch CPU returns the first of
+tied zeros, numpy.max the last, jax.numpy.max ``+0``, and torch documents no order, so
+``max(-0, +0)`` may be either zero.  A reduced slice with no elements is a ShapeError (the maximum
+of nothing is undefined; numpy and torch raise too).
 """
 
 from __future__ import annotations
@@ -16,16 +26,34 @@ from .entry import Call, OpInfo, entry
 __all__ = ["ENTRIES"]
 
 
+#: reductions that need at least one element per reduced slice (what they are "of nothing")
+_NONEMPTY = {"mean": "mean", "amax": "maximum", "amin": "minimum"}
+
+
 def _reduced_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
     x = a[0]
     axis = p["axis"]
     axes = tuple(range(x.ndim)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
-    if spec.name == "mean" and math.prod(x.shape[i] for i in axes) == 0:
-        raise ShapeError(f"mean: the reduced axes of x {x.shape} hold no elements; the mean of nothing "
-                         "is undefined — reduce over non-empty axes")
+    if spec.name in _NONEMPTY and math.prod(x.shape[i] for i in axes) == 0:
+        raise ShapeError(f"{spec.name}: the reduced axes of x {x.shape} hold no elements; the {_NONEMPTY[spec.name]} "
+                         "of nothing is undefined — reduce over non-empty axes")
     if p["keepdims"]:
         return tuple(1 if i in axes else n for i, n in enumerate(x.shape))
     return tuple(n for i, n in enumerate(x.shape) if i not in axes)
+
+
+def _extremum(name: str, np_name: str, what: str) -> OpInfo:
+    """The entry of ``amax`` or ``amin`` (exact reductions; module docstring)."""
+    return entry(name, "reduction", ("x",), 0, {"axis": None, "keepdims": False}, (
+        f"y = {np_name}(x) over axis, {what} (numpy.{np_name}, torch.{name}): axis None (all axes), an int or a "
+        f"tuple of ints, keepdims as numpy. Exact: the result is one of the inputs, returned in the input "
+        f"format; NaN propagates (a reduced slice holding a NaN gives NaN); the sign of a zero result is not "
+        f"judged ({np_name}(-0, +0) may be either zero); empty reduced axes are an error."
+    ),
+        shape=_reduced_shape, reference="exact:extremum", corpus="extrema",
+        calls={"torch": Call(f"torch.{name}", {"dim": "axis", "keepdim": "keepdims"}),
+               "jax": Call(f"jax.numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"}),
+               "numpy": Call(f"numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"})})
 
 
 ENTRIES: tuple[OpInfo, ...] = (
@@ -37,6 +65,8 @@ ENTRIES: tuple[OpInfo, ...] = (
         'm = sum(x, axis) / K with K the number of reduced elements (numpy.mean).'
     ),
           shape=_reduced_shape, reference="reduction:mean", corpus="reductions", terms=("abssum", "K")),
+    _extremum("amax", "max", "the maximum"),
+    _extremum("amin", "min", "the minimum"),
     entry("cumsum", "scan", ("x",), 0, {"axis": -1}, (
         'inclusive prefix sums along axis: y[..., i] = sum_{j <= i} x[..., j]. Unlike numpy '
         '(which flattens when axis is None) the default is the last axis, as in torch.cumsum '

@@ -20,6 +20,7 @@ module              ops
 ``elementwise``     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt
 ``attention``       attention
 ``loss``            cross_entropy
+``exact``           hardtanh, clamp, amax, amin (bound 0)
 ==================  =================================================================
 
 Conventions shared by all bounds:

@@ -1,4 +1,5 @@
-"""References of the exact elementwise ops with limits (hardtanh, clamp): bit-exact, bound 0.
+"""References of the exact ops: hardtanh and clamp (elementwise, with limits) and the extrema
+amax and amin (reductions); bit-exact, bound 0.
 
 torch converts a clamp's scalar limits to the tensor's dtype before comparing
 (``aten/src/ATen/native/cpu/TensorCompareKernel.cpp``: ``min.to<scalar_t>()``), so the exact
@@ -8,6 +9,15 @@ for every representable ``x``: the value any correct kernel returns, whether it 
 limits first or the result last.  This module rounds the limits into the input's format and
 evaluates the entry's ``ref`` (:mod:`numstd.ops.activation`) in float64, where it is exact.
 aux: ``x`` and ``cond = |x|`` where ``x`` lies strictly inside the limits, else 0.
+
+``amax``/``amin`` (:func:`extremum`): ``max``/``min`` over ``axis`` of the input widened to
+float64, which is exact (the result is one of the inputs, so it is representable in the input
+format and no rounding happens anywhere).  NaN propagates: a reduced slice holding a NaN gives
+NaN (``numpy.max``; torch.amax and jax.numpy.max do the same).  Zeros follow IEEE 754-2019
+``maximum``/``minimum`` (``-0 < +0``): the maximum of a slice whose largest value is a zero is
+``+0`` when the slice holds a ``+0``, else ``-0`` (the minimum: ``-0`` when it holds a ``-0``).
+The standards do not judge that sign (no ``signed_zero`` criterion; numstd.ops.reduction says
+why).  aux: none (the model is ``0 * absref``).
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ import numpy as np
 from ..core.formats import format_of, round_to
 from ..ops import get_op
 
-__all__ = ["exact", "rounded_limits"]
+__all__ = ["exact", "extremum", "rounded_limits"]
 
 _LIMITS = ("min", "max", "min_val", "max_val")
 
@@ -37,3 +47,18 @@ def exact(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, 
     x = np.asarray(arrays[0], dtype=np.float64)
     v, bound, cond = get_op(op).ref(x, rounded_limits(params, fmt))
     return v, bound, {"x": x, "cond": cond}
+
+
+def extremum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``amax``/``amin``: ``(values, 0, {})``, exact (module docstring)."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    axis, keepdims = params["axis"], params["keepdims"]
+    is_max = op == "amax"
+    v = (np.max if is_max else np.min)(x, axis=axis, keepdims=keepdims)  # NaN propagates
+    v = np.asarray(v, dtype=np.float64)
+    zero = v == 0
+    if zero.any():  # IEEE 754-2019 maximum/minimum: -0 < +0
+        wanted = (x == 0) & (np.signbit(x) != is_max)  # amax: a +0; amin: a -0
+        has = np.any(wanted, axis=axis, keepdims=keepdims)
+        v = np.where(zero, np.where(has == is_max, 0.0, -0.0), v)
+    return v, np.zeros(v.shape), {}
