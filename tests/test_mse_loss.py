@@ -63,7 +63,7 @@ def test_reference_by_hand():
     big = np.array([1.0, 2.0, 4.0], np.float32)
     ref = reference("mse_loss", [big, odd[1]])  # (1 + 4 + 16) / 3 = 7
     assert float(ref.values) == 7.0
-    assert not np.isfinite(reference("mse_loss", [np.array([np.inf], np.float32), odd[1][:1]]).error_bound)
+    assert reference("mse_loss", [np.array([np.inf], np.float32), odd[1][:1]]).values == np.inf
 
 
 def _inputs(fmt: str, shape=(32, 500), seed: int = 0):
@@ -104,6 +104,18 @@ def test_torch_fp32_elementwise_passes_and_16_bit_elementwise_is_rounded_twice()
     assert (np.asarray(y, np.float64) != np.asarray(once, np.float64)).mean() > 0.1
     assert numstd.check(once, op="mse_loss", inputs=[a, b], reduction="none").passed
     assert not numstd.check(y, op="mse_loss", inputs=[a, b], reduction="none").passed
+
+
+@pytest.mark.torch
+def test_torch_fp16_mse_loss_overflows_its_stored_square():
+    # a documented defect, not a rounding: torch stores d² in fp16, 300² = 90000 > 65504 becomes inf
+    a = np.array([300.0, 0.0, 1.0, 2.0], np.float16)
+    b = np.zeros(4, np.float16)
+    y = _torch_mse(a, b, "float16", "mean")
+    assert np.isinf(np.float64(y))
+    v = numstd.check(y, op="mse_loss", inputs=[a, b])
+    assert not v.passed
+    assert numstd.check(np.float16(90005 / 4), op="mse_loss", inputs=[a, b]).passed
 
 
 def _fp32_bugs():
