@@ -34,7 +34,7 @@ ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "
 #: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
 EXTREMA = ("amax", "amin")
 BRIEF_OPS = ("matmul", "linear", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
-             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy")
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss")
 
 # (shape, params, input formats, output format) per op; distributions per op.
 BF, F32 = "bfloat16", "float32"
@@ -62,6 +62,9 @@ CASES: dict[str, list] = {
     "cross_entropy": [((64, 300), {}, BF, BF), ((64, 300), {}, F32, F32),
                       ((64, 100), {"reduction": "none"}, BF, BF),
                       ((64, 100), {"reduction": "sum"}, F32, F32)],
+    "mse_loss": [((64, 100), {}, BF, BF), ((16, 20), {}, F32, F32), ((64, 100), {"reduction": "sum"}, F32, F32),
+                 ((16, 300), {"reduction": "sum"}, BF, BF), ((48, 40), {"reduction": "none"}, BF, BF),
+                 ((8, 50), {}, "float16", "float16")],
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
@@ -78,6 +81,7 @@ DISTS: dict[str, tuple[str, ...]] = {
     **{op: ("normal", "offset", "ties", "nonfinite") for op in EXTREMA},
     "softmax": _SOFTMAX_DISTS, "log_softmax": _SOFTMAX_DISTS,
     "cross_entropy": ("normal", "offset", "large"),
+    "mse_loss": ("normal", "offset", "heavy"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
     "rms_norm": ("normal", "offset", "rowscale"),
     "attention": ("normal", "large"),
@@ -89,6 +93,8 @@ EXTRA_ABS = {
     # torch CPU rounds the row sum (or the log-probabilities) to the 16-bit input format
     ("log_softmax", "torch-cpu"): "u_in",
     ("cross_entropy", "torch-cpu"): "u_in",
+    # torch CPU stores d = a - b and d² in the 16-bit input format (two roundings per term)
+    ("mse_loss", "torch-cpu"): "u_in",
 }
 
 
@@ -183,6 +189,17 @@ def _reference(op, arr, p, out, name=""):
         b = per.sum() + (N + 2) * U * np.abs(loss).sum()
         b = b if p["reduction"] == "sum" else b / N
         return np.asarray(r), np.asarray(b + rho * ulp(r, out))
+    if op == "mse_loss":  # d and d² rounded (3u per term), K - 1 additions, a division; one final RNE
+        q = (a[0] - a[1]) ** 2
+        u_in = _fmt(arr[0].dtype.name).u if (op, name) in EXTRA_ABS else 0.0
+        if p["reduction"] == "none":
+            return q, 4 * U * q + 3.01 * u_in * q + 0.5 * ulp(q, out) + FP32.smallest_normal
+        K = q.size
+        scale = 1.0 if p["reduction"] == "sum" else 1.0 / K
+        r = np.asarray(q.sum() * scale)
+        # stored 16-bit terms: independent errors of at most 3.01 u_in q_i, 6 standard deviations (Hoeffding)
+        extra = 6 * 3.01 * u_in * math.sqrt(float((q * q).sum())) * scale
+        return r, np.asarray((K + 3) * U * q.sum() * scale + extra + 0.5 * ulp(r, out))
     if op in ("layer_norm", "rms_norm"):
         x, eps = a[0], p["eps"]
         w = a[1] if len(a) > 1 and a[1] is not None else 1.0
@@ -411,6 +428,25 @@ def test_reduction_and_row_bugs_by_hand():
     assert _run("cross_entropy", "missing-log", [logits, t])[()] == pytest.approx(-p0, rel=1e-6)
     underflow = np.array([[0.0, -200.0]], dtype=np.float32)
     assert np.isinf(_run("log_softmax", "log-of-softmax", [underflow])[0, 1])  # log(0)
+
+
+def test_mse_loss_variants_by_hand():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    b = np.array([[0.0, 0.0], [1.0, 7.0]], dtype=np.float32)  # d = 1, 2, 2, -3: d² = 1, 4, 4, 9
+    assert _run("mse_loss", "sequential", [a, b])[()] == 4.5
+    assert _run("mse_loss", "sequential", [a, b], {"reduction": "sum"})[()] == 18.0
+    assert _run("mse_loss", "fma", [a, b], {"reduction": "none"}).tolist() == [[1, 4], [4, 9]]
+    assert _run("mse_loss", "sum-not-mean", [a, b])[()] == 18.0
+    assert _run("mse_loss", "mean-not-sum", [a, b], {"reduction": "sum"})[()] == 4.5
+    assert _run("mse_loss", "missing-square", [a, b])[()] == 2.0  # mean |d| = 8 / 4
+    assert _run("mse_loss", "by-k-minus-1", [a, b])[()] == 6.0  # 18 / 3
+    assert _run("mse_loss", "squared-mean", [a, b])[()] == 0.25  # (2 / 4)²
+    assert _run("mse_loss", "half", [a, b])[()] == 2.25
+    ones = np.ones((1, 300), dtype=np.float32)
+    assert _run("mse_loss", "dropped-tail-block", [ones, 0 * ones], {"reduction": "sum"})[()] == 256
+    # a bf16 running sum of 1000 ones stagnates at 256 (256 + 1 rounds back to 256)
+    big = np.ones(1000, dtype=np.float32)
+    assert _run("mse_loss", "acc-bf16", [big, 0 * big], {"reduction": "sum"})[()] == 256
 
 
 def test_normalization_bugs_by_hand():

@@ -34,7 +34,7 @@ def f32(*shape: int, seed: int = 0) -> np.ndarray:
 
 def test_catalog_has_the_designed_ops():
     expected = {"matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
-                "rms_norm", "attention", "cross_entropy", "module", "clamp", "cumprod", "amax", "amin", *ELEMENTWISE}
+                "rms_norm", "attention", "cross_entropy", "mse_loss", "module", "clamp", "cumprod", "amax", "amin", *ELEMENTWISE}
     assert set(OPS) == expected
 
 
@@ -319,6 +319,23 @@ def test_cross_entropy_shapes_and_errors():
         validate("cross_entropy", [logits, np.array([0, -100, 1, 1])], {})
 
 
+def test_mse_loss_shapes_and_errors():
+    a, b = f32(4, 5), f32(4, 5, seed=1)
+    assert output_shape("mse_loss", [a, b]) == ()
+    assert output_shape("mse_loss", [a, b], {"reduction": "sum"}) == ()
+    assert output_shape("mse_loss", [a, b], {"reduction": "none"}) == (4, 5)
+    assert validate("mse_loss", [a, b], {})[2] == {"reduction": "mean"}
+    with pytest.raises(ShapeError, match="must be equal"):
+        validate("mse_loss", [a, f32(5)], {})
+    with pytest.raises(ShapeError, match="empty input"):
+        validate("mse_loss", [f32(0, 3), f32(0, 3)], {})
+    assert output_shape("mse_loss", [f32(0, 3), f32(0, 3)], {"reduction": "sum"}) == ()
+    with pytest.raises(ParameterError, match="reduction='avg' is not allowed"):
+        validate("mse_loss", [a, b], {"reduction": "avg"})
+    with pytest.raises(DtypeError, match="target"):
+        validate("mse_loss", [a, np.zeros((4, 5), np.int64)], {})
+
+
 @pytest.mark.parametrize("op", ELEMENTWISE)
 def test_elementwise_shapes(op):
     for shape in [(), (3,), (2, 0, 4)]:
@@ -371,6 +388,7 @@ def test_semantics_match_torch_functional():
     for red in ("mean", "sum", "none"):
         _close(reference("cross_entropy", [logits, target], reduction=red),
                F.cross_entropy(t(logits), t(target), reduction=red))
+        _close(reference("mse_loss", [x, 2 * x[::-1]], reduction=red), F.mse_loss(t(x), t(2 * x[::-1]), reduction=red))
 
 
 @pytest.mark.parametrize("L,S", [(5, 5), (3, 7), (7, 3)])

@@ -21,6 +21,8 @@ elementwise    ``jnp.exp``, ``log``, ``tanh``, ``jax.nn.sigmoid``, ``jax.scipy.s
 attention      ``jax.nn.dot_product_attention`` (leading axes flattened to one batch axis, one
                head); the explicit ``softmax(q kᵀ · scale + mask) v`` when v's feature size differs
 cross_entropy  ``-take_along_axis(jax.nn.log_softmax(logits), target)``, then mean / sum / none
+mse_loss       ``d = input - target; jnp.mean(d * d)`` / ``jnp.sum`` / ``d * d`` (JAX has no mse_loss;
+               optax's ``squared_error`` is the ``"none"`` form)
 =============  ===============================================================================
 
 Each op runs as one ``jax.jit``-compiled function (compiled once per op, parameters, shape and
@@ -89,9 +91,18 @@ def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     return loss
 
 
+def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
+    d = x - t
+    if reduction == "mean":
+        return jnp.mean(d * d)
+    if reduction == "sum":
+        return jnp.sum(d * d)
+    return d * d
+
+
 #: the ops :func:`_table` implements (their calls are not mechanical)
 _SPECIAL: frozenset[str] = frozenset({"linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
-                                      "cross_entropy"})
+                                      "cross_entropy", "mse_loss"})
 
 
 def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -111,6 +122,7 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
         "gelu": lambda a, p: jax.nn.gelu(a[0], approximate=p["approximate"] == "tanh"),
         "attention": lambda a, p: _attention(jax, jnp, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: _cross_entropy(jax, jnp, a[0], a[1], p["reduction"]),
+        "mse_loss": lambda a, p: _mse_loss(jnp, a[0], a[1], p["reduction"]),
     }
 
 

@@ -22,6 +22,7 @@ gelu           ``x/2 (1 + erf(x/√2))``; tanh form ``x/2 (1 + tanh(√(2/π)(x 
 rsqrt          ``1 / sqrt(x)``
 attention      ``softmax(q kᵀ · scale + causal mask) v``
 cross_entropy  ``(max + log sum exp(x - max)) - x[target]``, then mean / sum / none
+mse_loss       ``d = input - target; np.mean(d * d)`` / ``np.sum`` / ``d * d``
 =============  ===================================================================================
 """
 
@@ -93,6 +94,15 @@ def _cross_entropy(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndar
     return loss
 
 
+def _mse_loss(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
+    d = x - target
+    if reduction == "mean":
+        return np.mean(d * d)
+    if reduction == "sum":
+        return np.sum(d * d)
+    return d * d
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf
 
@@ -123,6 +133,7 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "sqrt": lambda a, p: np.sqrt(a[0]),
     "attention": lambda a, p: _attention(a[0], a[1], a[2], p["scale"], p["causal"]),
     "cross_entropy": lambda a, p: _cross_entropy(a[0], a[1], p["reduction"]),
+    "mse_loss": lambda a, p: _mse_loss(a[0], a[1], p["reduction"]),
 }
 
 

@@ -24,7 +24,8 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
                whole row of +inf or −inf (about 40 % of rows): NaN propagation and infinite extrema.
 
 Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
-row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``.
+row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
+mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution).
 Positive-domain functions (log, sqrt, rsqrt) take ``|x|`` (and ``|x| + smallest normal`` for rsqrt).
 """
 
@@ -181,6 +182,8 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
     elif op == "cross_entropy":
         nrow, c = shape
         inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
+    elif op == "mse_loss":
+        inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(draw(rng, shape, distribution, fmt(1)), 1)]
     elif op in ("layer_norm", "rms_norm"):
         x = q(draw(rng, shape, distribution, fmt(0)), 0)
         w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)

@@ -1,4 +1,4 @@
-"""Cross-entropy variants (``cross_entropy``: logits ``(N, C)``, integer targets, reduction).
+"""Loss variants: ``cross_entropy`` (logits ``(N, C)``, integer targets, reduction) and ``mse_loss``.
 
 ``loss_n = logsumexp(x_n) - x_n[t_n]``; reduction ``mean`` (sum / N), ``sum`` or ``none``.
 All legitimate variants compute in float32 with the row max subtracted: ``RN(m + log s) - x_t``
@@ -12,7 +12,16 @@ classes, labels off by one, NLL applied to probabilities (the missing log), a su
 from the float64 loss by more than 8 output ULPs plus ``32 u_fp32 (max|x| + log C + 1)``
 (:func:`_ce_differs`).
 
-References: PyTorch ``torch.nn.functional.cross_entropy``; Hsu et al., "Liger Kernel: efficient
+``mse_loss`` (input and target of one shape; reduction ``mean``, ``sum`` or ``none``).  Legitimate:
+``d = RN(a - b)``, ``q = RN(d * d)`` in the accumulation format, the ``q`` summed sequentially,
+pairwise, as a tree, in blocks of 128, split in 4, by Kahan, or by FMA (``s = RN(s + d * d)``, the
+square not rounded), then ``RN(s / K)`` or ``RN(s * RN(1/K))``; numpy's float32 ``mean(d * d)``;
+torch CPU (which stores ``d`` and ``d²`` in a 16-bit input's dtype).  Bugs: the sum returned for
+the mean and the mean for the sum, ``|d|`` for ``d²`` (the missing square), a ``K − 1`` denominator,
+the square of the mean difference, ½·MSE, a running sum in the output format or in bfloat16, the
+last block of 128 dropped, truncation of the final rounding, zeros.
+
+References: PyTorch ``torch.nn.functional.cross_entropy`` and ``mse_loss``; Hsu et al., "Liger Kernel: efficient
 Triton kernels for LLM training", arXiv:2410.10989 (2024).
 """
 
@@ -25,7 +34,8 @@ import numpy as np
 from ..core.formats import Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, from_torch, registrar, row_sum, to_torch, torch_same_format, Work,
+    FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
+    truncation_visible, Work,
 )
 from .softmax import Row, online
 
@@ -209,7 +219,248 @@ def _ce_zeros(x, t, w, params):
     return np.zeros(t.shape) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
 
 
+# ---------------------------------------------------------------------------------------------
+# mse_loss
+# ---------------------------------------------------------------------------------------------
+
+_MSE_BLOCK = 128
+
+
+def _mse_terms(inputs: list, w: Work, square: bool = True) -> np.ndarray:
+    """The squared differences ``RN(RN(a - b)^2)`` (or ``|RN(a - b)|``) in the working format."""
+    d = w.q(w.load(inputs[0]) - w.load(inputs[1]))
+    return w.q(d * d) if square else np.abs(d)
+
+
+def _mse_reduce(q: np.ndarray, params: Mapping[str, Any], w: Work, order: str = "sequential",
+                recip: bool = False, **kw: Any) -> np.ndarray:
+    """``q`` reduced as ``params['reduction']`` asks: summed in ``order`` (every partial sum rounded to
+    the working format), the mean ``RN(s / K)`` (``recip``: ``RN(s * RN(1/K))``)."""
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return q
+    k = q.size
+    s = row_sum(f64(q).reshape(1, -1), w.fmt, order, **kw)[0, 0] if k else np.float64(0.0)
+    if red == "sum":
+        return np.asarray(s)
+    if recip:
+        return np.asarray(w.q(np.float64(s) * np.float64(w.c(1.0 / k))))
+    return np.asarray(w.q(np.float64(s) / k))
+
+
+def _not_none(out: Format, fmts: Any, params: Mapping[str, Any]) -> bool:
+    return params.get("reduction", "mean") != "none"
+
+
+def _mse(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+         observable: Callable | None = None, mode: str = "rne", acc_formats: tuple | None = None) -> Callable:
+    """Register ``core(inputs, w, params, out) -> loss in the working format`` for mse_loss; the result
+    is rounded once to the output format (``mode``: RNE, or RTZ for the truncation bug)."""
+
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            w = Work(acc)
+            with np.errstate(all="ignore"):
+                y = np.asarray(core(inputs, w, params, out))
+                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out, mode, seed)
+
+        variant("mse_loss", name, family, legit, description, applies, observable, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, (_order, _kw, _desc) in {
+    "sequential": ("sequential", {}, "one running sum s = RN(s + q_i)"),
+    "pairwise": ("pairwise", {}, "recursive halving, every partial sum rounded"),
+    "tree": ("tree", {}, "adjacent pairs level by level (a block tree reduction)"),
+    "blocked128": ("blocked", {"block": _MSE_BLOCK}, "sequential sums of blocks of 128, block sums added in order"),
+    "splitk4": ("splitk", {"splits": 4}, "4 contiguous slices summed separately, then added"),
+    "kahan": ("kahan", {}, "Kahan compensated summation"),
+}.items():
+    _mse(_name, "accumulation-order", True,
+         f"q_i = RN(RN(a_i - b_i)^2) in the accumulation format, summed by {_desc}, then RN(s / K)")(
+        lambda inputs, w, params, out, _o=_order, _k=_kw: _mse_reduce(_mse_terms(inputs, w), params, w, _o, **_k))
+del _name, _order, _kw, _desc
+
+
+@_mse("fma", "formula", True,
+      "s = fma(d_i, d_i, s): the square enters the running sum unrounded (one rounding per term), "
+      "then RN(s / K)")
+def _mse_fma(inputs, w, params, out):
+    d = w.q(w.load(inputs[0]) - w.load(inputs[1]))
+    exact_sq = f64(d) * f64(d)  # (exact: at most 2 x 24 significand bits)
+    if params.get("reduction", "mean") == "none":
+        return w.q(exact_sq)
+    return _mse_reduce(exact_sq, params, w)
+
+
+@_mse("reciprocal-multiply", "formula", True,
+      "blocked(128) sum of the q_i times RN(1/K) (a multiply instead of a division, as GPU kernels do)")
+def _mse_recip(inputs, w, params, out):
+    return _mse_reduce(_mse_terms(inputs, w), params, w, "blocked", recip=True, block=_MSE_BLOCK)
+
+
+@_mse("numpy", "library", True,
+      "numpy on float32 arrays: d = a - b; np.mean(d * d) (pairwise over unrolled blocks)",
+      acc_formats=FP32_ONLY)
+def _mse_numpy(inputs, w, params, out):
+    a = np.asarray(f64(inputs[0]), dtype=np.float32)
+    d = a - np.asarray(f64(inputs[1]), dtype=np.float32)
+    red = params.get("reduction", "mean")
+    return d * d if red == "none" else (np.sum(d * d) if red == "sum" else np.mean(d * d))
+
+
+def _torch_mse(inputs, params, out, acc, seed):
+    import torch.nn.functional as F
+
+    y = F.mse_loss(to_torch(inputs[0]), to_torch(inputs[1]), reduction=params.get("reduction", "mean"))
+    return finish(from_torch(y), out)
+
+
+variant("mse_loss", "torch-cpu", "library", True,
+        "torch.nn.functional.mse_loss on CPU in the inputs' dtype (16-bit inputs: d and d² stored in "
+        "16 bits, the mean accumulated in float32)", torch_same_format, acc_formats=FP32_ONLY)(_torch_mse)
+
+
+def _mse_exact(inputs: list, params: Mapping[str, Any]) -> np.ndarray:
+    q = (f64(inputs[0]) - f64(inputs[1])) ** 2
+    red = params.get("reduction", "mean")
+    return q if red == "none" else np.asarray(q.sum() if red == "sum" else q.mean())
+
+
+def _mse_truncation_visible(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """``observable`` of the truncation bug: for ``none``, RTZ and RNE differ on enough elements to bias
+    the mean (:func:`~numstd.corpus._common.truncation_visible`); for a reduced loss (one number),
+    truncating its float32 value lands more than 0.75 output ULP from the exact loss (beyond half an
+    ULP plus the float32 accumulation error, where round-to-nearest would not)."""
+    from ..core.formats import get_format, round_to
+    from ..core.ulp import ulp
+
+    fp32 = get_format("float32")
+    if params.get("reduction", "mean") == "none":
+        return _truncation_by_elements(inputs, params, out)
+    with np.errstate(all="ignore"):
+        y = f64(_mse_reduce(_mse_terms(inputs, Work(fp32)), params, Work(fp32), "blocked", block=_MSE_BLOCK))
+        exact = _mse_exact(inputs, params)
+        cut = f64(round_to(y, out, "rtz"))
+        return bool(np.isfinite(cut) and abs(cut - exact) > 0.75 * float(ulp(exact, out)))
+
+
+@_mse("truncation", "truncation", False,
+      "blocked fp32 loss converted to the output format by truncation instead of rounding",
+      applies=narrow_out, mode="rtz", observable=_mse_truncation_visible)
+def _mse_trunc(inputs, w, params, out):
+    return _mse_reduce(_mse_terms(inputs, w), params, w, "blocked", block=_MSE_BLOCK)
+
+
+def _mse_trunc_run(inputs, params, out, acc, seed):
+    y = np.asarray(_mse_trunc(inputs, Work(acc), params, out))
+    return y.reshape(np.shape(inputs[0])) if y.ndim else y
+
+
+_truncation_by_elements = truncation_visible(_mse_trunc_run)
+
+
+def _mse_is(*reductions: str) -> Callable:
+    return lambda out, f, p: p.get("reduction", "mean") in reductions
+
+
+@_mse("sum-not-mean", "scale", False, "reduction='mean' returning the sum of the squared differences",
+      applies=_mse_is("mean"))
+def _mse_sum_for_mean(inputs, w, params, out):
+    return _mse_reduce(_mse_terms(inputs, w), {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+
+
+def _more_than_one(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    return np.size(inputs[0]) > 1
+
+
+@_mse("mean-not-sum", "scale", False, "reduction='sum' returning the mean (the wrong reduction)",
+      applies=_mse_is("sum"), observable=_more_than_one)
+def _mse_mean_for_sum(inputs, w, params, out):
+    return _mse_reduce(_mse_terms(inputs, w), {"reduction": "mean"}, w, "blocked", block=_MSE_BLOCK)
+
+
+@_mse("missing-square", "formula-error", False, "|a_i - b_i| instead of (a_i - b_i)^2 (an L1 loss)")
+def _mse_abs(inputs, w, params, out):
+    return _mse_reduce(_mse_terms(inputs, w, square=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+def _k_minus_1_visible(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    k = np.size(inputs[0])
+    return k <= 1 or 1.0 / (k - 1) >= 4.0 * out.u
+
+
+@_mse("by-k-minus-1", "scale", False,
+      "the sum divided by K - 1 (an unbiased-variance denominator): relative error 1/(K - 1), "
+      "observable when 1/(K - 1) >= 4 u_out", applies=_mse_is("mean"), observable=_k_minus_1_visible)
+def _mse_k_minus_1(inputs, w, params, out):
+    q = _mse_terms(inputs, w)
+    s = _mse_reduce(q, {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+    return w.q(f64(s) / (q.size - 1)) if q.size > 1 else np.asarray(np.inf)
+
+
+@_mse("squared-mean", "formula-error", False,
+      "the square of the mean difference, (mean(a - b))^2, instead of the mean of the squares",
+      applies=_mse_is("mean"))
+def _mse_squared_mean(inputs, w, params, out):
+    d = w.q(w.load(inputs[0]) - w.load(inputs[1]))
+    m = _mse_reduce(d, params, w, "blocked", block=_MSE_BLOCK)
+    return w.q(m * m)
+
+
+@_mse("half", "scale", False, "½·MSE (the ½‖d‖² convention of least squares) returned for mse_loss")
+def _mse_half(inputs, w, params, out):
+    return w.q(_mse_reduce(_mse_terms(inputs, w), params, w, "blocked", block=_MSE_BLOCK) * w.c(0.5))
+
+
+@_mse("acc-output-format", "accumulation-precision", False,
+      "the running sum kept in the output format (e.g. bfloat16): stagnates once the sum is large",
+      applies=lambda out, f, p: narrow_out(out, f, p) and _not_none(out, f, p))
+def _mse_acc_out(inputs, w, params, out):
+    return _mse_reduce(_mse_terms(inputs, w), params, Work(out))
+
+
+@_mse("acc-bf16", "accumulation-precision", False,
+      "the running sum kept in bfloat16 whatever the output format",
+      applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p))
+def _mse_acc_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _mse_reduce(_mse_terms(inputs, w), params, Work(FORMATS["bfloat16"]))
+
+
+def _tail_counts(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The dropped squared differences hold more than 4 u_out of the total (a remainder of small
+    differences next to rows of large ones changes nothing visible)."""
+    q = ((f64(inputs[0]) - f64(inputs[1])) ** 2).reshape(-1)
+    k = q.size
+    if k <= _MSE_BLOCK:
+        return False
+    tail = q[((k - 1) // _MSE_BLOCK) * _MSE_BLOCK:].sum()
+    return bool(tail > 4.0 * out.u * q.sum())
+
+
+@_mse("dropped-tail-block", "dropped-tile", False,
+      "the last block of 128 squared differences (or the partial remainder) is never added (off-by-one "
+      "in the block count); observable when K > 128 and the dropped terms hold more than 4 u_out of the sum",
+      applies=_not_none, observable=_tail_counts)
+def _mse_dropped(inputs, w, params, out):
+    q = _mse_terms(inputs, w).reshape(-1)
+    k = q.size
+    keep = ((k - 1) // _MSE_BLOCK) * _MSE_BLOCK if k else 0
+    s = _mse_reduce(q[:keep], {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+    return s if params.get("reduction", "mean") == "sum" else w.q(f64(s) / k)
+
+
+@_mse("zeros", "zeros", False, "returns zeros of the right shape and dtype")
+def _mse_zeros(inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
 #: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
-_CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale"}
+_CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale", "mean-not-sum": "scale",
+                 "by-k-minus-1": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
 
 VARIANTS: tuple = with_causes(_V, _CAUSES)

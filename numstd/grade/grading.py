@@ -113,6 +113,10 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         if _arg(args, kwargs, 2, "weight") is not None or float(kwargs.get("label_smoothing", 0.0)) != 0.0:
             return None
         return "cross_entropy", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name == "mse_loss":  # F.mse_loss and nn.MSELoss (whose forward calls it)
+        if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
+            return None
+        return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
     if name == "scaled_dot_product_attention":
         if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
             return None

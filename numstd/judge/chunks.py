@@ -62,15 +62,15 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
         return out_ndim - 1 if b.ndim >= 2 else out_ndim
     if op == "attention":
         return out_ndim - 2 if params.get("causal") else out_ndim - 1
-    if op == "cross_entropy" and params.get("reduction") == "none":
+    if op in ("cross_entropy", "mse_loss") and params.get("reduction") == "none":
         return out_ndim
     return 0
 
 
 def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, n_split: int) -> tuple | None:
     """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
-    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear"):
-        if pos == 0 or (op == "cross_entropy" and pos == 1):
+    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear"):
+        if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
             return idx
         return None
     if op == "linear":

@@ -1,4 +1,4 @@
-"""Losses: ``cross_entropy`` with class-index targets.
+"""Losses: ``cross_entropy`` with class-index targets and ``mse_loss``.
 
 Reference: :mod:`numstd.reference.loss`; variants: :mod:`numstd.corpus.losses`.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..core.errors import ShapeError
-from .entry import OpInfo, entry
+from .entry import Call, OpInfo, entry
 
 __all__ = ["ENTRIES"]
 
@@ -32,6 +32,18 @@ def _cross_entropy_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[i
     return (n,) if p["reduction"] == "none" else ()
 
 
+def _mse_loss_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    x, target = a
+    if target.shape != x.shape:
+        raise ShapeError(f"mse_loss: target has shape {target.shape}, input {x.shape}; they must be equal "
+                         "(torch would broadcast them with a warning: broadcast explicitly, e.g. "
+                         "np.broadcast_to(target, input.shape))")
+    if p["reduction"] == "mean" and x.size == 0:
+        raise ShapeError(f"mse_loss: reduction='mean' of an empty input {x.shape} is undefined; pass at least "
+                         "one element or use reduction='sum'")
+    return tuple(x.shape) if p["reduction"] == "none" else ()
+
+
 ENTRIES: tuple[OpInfo, ...] = (
     entry("cross_entropy", "loss", ("logits", "target"), 0, {"reduction": "mean"}, (
         'loss_n = logsumexp(logits[n]) - logits[n, target[n]] '
@@ -41,4 +53,11 @@ ENTRIES: tuple[OpInfo, ...] = (
     ),
           shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N"),
           integer_inputs=(1,)),
+    entry("mse_loss", "loss", ("input", "target"), 0, {"reduction": "mean"}, (
+        "l_i = (input_i - target_i)**2 (torch.nn.functional.mse_loss without the legacy size_average/"
+        "reduce arguments and without weight): input and target of the same shape; reduction 'mean' "
+        "(sum / numel), 'sum' or 'none' (the squared differences, input's shape)."
+    ),
+          shape=_mse_loss_shape, reference="loss:mse_loss", corpus="losses", terms=("K",),
+          calls={"torch": Call("torch.nn.functional.mse_loss", {"reduction": "reduction"})}),
 )

@@ -1,4 +1,6 @@
-"""Reference for cross_entropy with class-index targets: ``loss_n = logsumexp(x_n) - x_n[t_n]``.
+"""References for the losses: cross_entropy with class-index targets and mse_loss.
+
+cross_entropy: ``loss_n = logsumexp(x_n) - x_n[t_n]``.
 
 Per row this is ``-log_softmax(x_n)[t_n] = L_n + |d_n|`` with ``L_n = log1p(sum_{j != argmax}
 exp(d_j))`` and ``d_n = x_n[t_n] - max x_n <= 0`` (no cancellation), so the bound of
@@ -12,6 +14,16 @@ aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they 
 ``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
 rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
 that a model term in ``N`` does not depend on the chunk size.
+
+mse_loss: ``q_i = fl(fl(a_i - b_i)^2)`` in float64 (``u = 2**-53``): rounding the difference errs
+by ``u |d_i|`` relative, squaring by ``u`` again, so ``|q_i - d_i^2| <= MSE_TERM_C u q_i`` with
+``MSE_TERM_C = 3.01`` (``(1 + u)^3 / (1 - u) - 1 <= 3.01 u``).  ``reduction="none"`` returns the
+``q_i`` with that bound; ``"sum"`` adds them (all ``>= 0``) in double-double,
+``|values - exact| <= |lo| + DD_C d u^2 S + MSE_TERM_C u S`` with ``S = sum q_i`` and ``d`` the
+pairwise depth; ``"mean"`` divides that double-double by ``K = numel`` (+ ``DIV_C u^2 |values|``,
+the other terms divided by ``K``).  aux: ``K`` the number of squared differences each output sums
+(``numel`` for mean and sum, 1 for none, so one error formula covers every reduction).
+Non-finite inputs give numpy's IEEE result and an infinite bound for the reduced outputs.
 """
 
 from __future__ import annotations
@@ -21,7 +33,10 @@ import numpy as np
 from .softmax import exp_rows, lse_error
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy", "BATCH_KEY"]
+__all__ = ["cross_entropy", "mse_loss", "BATCH_KEY", "MSE_TERM_C"]
+
+#: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
+MSE_TERM_C = 3.01
 
 #: params key of the whole batch's row count when the reference is computed in chunks of rows
 BATCH_KEY = "_batch"
@@ -55,3 +70,29 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     qh, ql = dd_div_int(hi, lo, n)
     bound = np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / n
     return qh, bound, dict(aux, lse=np.mean(lse), dev=np.mean(np.abs(d_t)))
+
+
+def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``mse_loss(input, target, reduction)``; see the module docstring."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64)
+        q = d * d
+    reduction = params["reduction"]
+    if reduction == "none":
+        return q, MSE_TERM_C * U * q, {"K": np.asarray(1.0)}
+    k = q.size
+    aux = {"K": np.asarray(float(k))}
+    if k == 0:  # (mean of nothing is refused by the entry's shape rule)
+        return np.asarray(0.0), np.asarray(0.0), aux
+    flat = q.reshape(-1)
+    if not np.all(np.isfinite(flat)):  # IEEE propagation of inf/NaN inputs
+        with np.errstate(invalid="ignore"):
+            total = np.sum(flat) if reduction == "sum" else np.mean(flat)
+        return np.asarray(total), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(flat, -1)
+    S = np.sum(flat)
+    spread = DD_C * depth * U * U * S + MSE_TERM_C * U * S
+    if reduction == "sum":
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), k)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / k), aux
