@@ -938,6 +938,7 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
             "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu",
             "swish", "hardtanh")},
         "clamp": ([x], {"min": -0.5, "max": 0.5}),
+        "amax": ([x], {"axis": 1}), "amin": ([x], {}), "mse_loss": ([x, 0.5 * x + 0.25], {}),
     }
     from numstd.ops import OPS
 
