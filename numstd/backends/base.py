@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -242,3 +242,12 @@ def framework_call(op: str, framework: str) -> Any:
     n = len(OPS[op].inputs)
     return lambda arrays, params: fn(*arrays[:n], **call.arguments(params))
 
+
+def reduce_loss(xp: Any, loss: Any, reduction: str) -> Any:
+    """A per-element loss reduced as torch.nn.functional does: ``xp.mean`` for ``"mean"``,
+    ``xp.sum`` for ``"sum"``, unchanged for ``"none"`` (``xp``: numpy or jax.numpy)."""
+    if reduction == "mean":
+        return xp.mean(loss)
+    if reduction == "sum":
+        return xp.sum(loss)
+    return loss

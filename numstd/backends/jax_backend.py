@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, env_flags, framework_call, framework_ops, missing_module_reason, version_string
+from .base import Backend, env_flags, framework_call, framework_ops, missing_module_reason, reduce_loss, version_string
 
 __all__ = ["JaxBackend"]
 
@@ -84,20 +84,12 @@ def _norm(jnp: Any, lax: Any, x: Any, w: Any, b: Any, eps: float, centred: bool)
 
 def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     loss = -jnp.take_along_axis(jax.nn.log_softmax(x, axis=-1), t[:, None].astype(jnp.int32), axis=-1)[:, 0]
-    if reduction == "mean":
-        return jnp.mean(loss)
-    if reduction == "sum":
-        return jnp.sum(loss)
-    return loss
+    return reduce_loss(jnp, loss, reduction)
 
 
 def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     d = x - t
-    if reduction == "mean":
-        return jnp.mean(d * d)
-    if reduction == "sum":
-        return jnp.sum(d * d)
-    return d * d
+    return reduce_loss(jnp, d * d, reduction)
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)

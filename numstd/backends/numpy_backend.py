@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, version_string
+from .base import Backend, reduce_loss, version_string
 
 __all__ = ["NumpyBackend"]
 
@@ -87,20 +87,12 @@ def _cross_entropy(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndar
     m = np.max(x, axis=-1, keepdims=True)
     lse = (m + np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True)))[:, 0]
     loss = lse - x[np.arange(x.shape[0]), target]
-    if reduction == "mean":
-        return np.mean(loss)
-    if reduction == "sum":
-        return np.sum(loss)
-    return loss
+    return reduce_loss(np, loss, reduction)
 
 
 def _mse_loss(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
     d = x - target
-    if reduction == "mean":
-        return np.mean(d * d)
-    if reduction == "sum":
-        return np.sum(d * d)
-    return d * d
+    return reduce_loss(np, d * d, reduction)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
