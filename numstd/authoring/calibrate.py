@@ -616,14 +616,14 @@ def _backend_variant(op: str, name: str) -> Any:
     return Variant(op=op, name=f"backend:{name}", family="backend", legit=True,
                    description=f"{name} backend's own implementation", fn=fn,
                    applies=lambda o, i, p, _be=be: (_be.output_format(op, i) == o if hasattr(_be, "output_format") else o == i[0])
-                   or _autocast_fp32(o, i))
+                   or _autocast_formats(o, i))
 
 
 #: ops torch.autocast runs in the 16-bit type, rounding float32 inputs to it (its "lower precision" list)
 AUTOCAST_16 = ("matmul", "linear", "attention")
 
 
-def _autocast_fp32(out: Any, inputs: Sequence[Any]) -> bool:
+def _autocast_formats(out: Any, inputs: Sequence[Any]) -> bool:
     """Whether (input formats -> ``out``) is a torch.autocast combination: float32 output of 16-bit
     floating inputs (its fp32 list), or a 16-bit output of float32 inputs (its lower-precision list)."""
     fl = [f for f in inputs if f is not None]
