@@ -45,10 +45,12 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
                                                       f"all but a fraction {c.bound_max_fraction:g} of the elements"),
             f"    bias:  |mean signed ulp error| ≤ {c.bias_tau:g} + {c.bias_z:g}·max(sd, rho/√3)/√n_eff over elements "
             f"with E_i ≤ {c.bias_kappa:g}·ulp"
-            + (", shifted by the op's constants rounded to the compute format (interval between 0 and their "
-               "mean shift)" if c.rounded_constants else ""),
+            + (", relative to the correctly rounded output's mean and shifted by the mean shift of any subset "
+               "of the op's constants rounded to the compute format" if c.rounded_constants else ""),
             f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
-            + ("compared" if c.signed_zero else "ignored"),
+            + ("compared" if c.signed_zero else "ignored")
+            + ("; non-finite outputs allowed where an intermediate may overflow the accumulate format "
+               "(spillmag ≥ its overflow threshold)" if c.intermediate_overflow else ""),
             f"    output rounding accepted: {', '.join(c.output_rounding)}",
         ]
         if c.ulp_max is not None:

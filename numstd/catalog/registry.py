@@ -70,7 +70,7 @@ _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
-    "convex_hull": bool, "rounded_constants": bool,
+    "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool,
 }
 #: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
 BIAS_MODES = ("paired", "one_sided")
@@ -99,6 +99,7 @@ class Criteria:
     bias_mode: str = "paired"
     convex_hull: bool = False  # attention: every output in the convex hull of v's rows (criteria.hull_violations)
     rounded_constants: bool = False  # bias allows the op's constants rounded to the compute format (criteria.constant_shifts)
+    intermediate_overflow: bool = False  # non-finite outputs allowed where the accumulate format's intermediates overflow (criteria.spill_mask)
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         bias_mode=crit_t.get("bias_mode", "paired"),
         convex_hull=bool(crit_t.get("convex_hull", False)),
         rounded_constants=bool(crit_t.get("rounded_constants", False)),
+        intermediate_overflow=bool(crit_t.get("intermediate_overflow", False)),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")

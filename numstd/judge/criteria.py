@@ -59,7 +59,7 @@ from ..models import Environment
 from .verdict import CriterionResult, Offender
 
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces",
-           "hull_violations", "constant_shifts", "bias_excess", "ROUNDED"]
+           "hull_violations", "spill_mask", "constant_shifts", "bias_excess", "ROUNDED"]
 
 _DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
 _DISTINCT_BINS = 1 << _DISTINCT_BITS
@@ -124,7 +124,33 @@ def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.nd
              "pre_rounding": e, "bias_kappa": std.criteria.bias_kappa}
     if shifts is not None:
         piece["shifts"] = shifts
+    spill = spill_mask(std, env)
+    if spill is not None:
+        piece["spill"] = spill
     return piece
+
+
+def spill_mask(std: Any, env: Any) -> np.ndarray | None:
+    """Where a legitimate kernel's intermediates may overflow the accumulate format (criterion
+    ``intermediate_overflow``), as a bool array broadcastable to the output; None when the standard
+    does not set the criterion or no element can overflow.
+
+    The op's reference gives ``spillmag``, a bound on the magnitude of every intermediate that any
+    legitimate evaluation order forms (attention: ``max(1, |scale|)·max_j Σ_e |q_e||k_je|``, the
+    largest partial score); an intermediate can reach ±inf in the accumulate format only where
+    ``spillmag`` is at least that format's overflow threshold (the midpoint above its largest
+    finite value under RNE).  There, a non-finite output is the specials policy's answer for the
+    kernel's arithmetic (the score is ±inf and the softmax NaN), so it is not a mismatch; a finite
+    output is judged by the bound as everywhere else.
+    """
+    if not getattr(std.criteria, "intermediate_overflow", False):
+        return None
+    try:
+        mag = env["spillmag"]
+    except KeyError:
+        return None
+    mask = np.asarray(mag, dtype=np.float64) >= _overflow_threshold(std.accumulate)
+    return mask if mask.any() else None
 
 
 def constant_shifts(std: Any, ref: Any) -> dict[str, np.ndarray] | None:
@@ -313,6 +339,7 @@ class JudgeResult:
     n_distinct: int = -1  # distinct output values in the bias statistic (-1: not counted)
     rows: int = -1  # output rows (all axes but the last; -1: unknown)
     hull_violations: int = 0  # outputs outside the convex hull of v's rows (attention; see hull_violations)
+    spilled: int = 0  # non-finite outputs allowed where intermediates overflow (see spill_mask)
     constant_shifts: dict = field(default_factory=dict)  # constant -> mean shift over the bias sample, ulp
 
 
@@ -344,6 +371,8 @@ class Judge:
         self.nan_finite = 0
         self.sz = 0
         self.hull = 0  # outputs outside the convex hull of the values (add_hull)
+        self.spilled = 0  # non-finite outputs where the accumulate format's intermediates overflow (spill_mask)
+        self._spill: np.ndarray | None = None  # the current chunk's spill mask, flat
         self._shift_sum: dict[str, int] = {}  # constant -> Σ sign(r)·shift/ulp(r) · 2^32 over the bias sample
         self._shift_n = 0
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
@@ -372,14 +401,15 @@ class Judge:
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0,
-            shifts: dict | None = None) -> None:
+            shifts: dict | None = None, spill: Any = None) -> None:
         """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
         ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
         index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
         compiled judge computes it from ``ref``'s exponent bits instead).  The elements that enter the
         bias statistic are those with a normal reference and, when ``pre_rounding`` (``E_i``,
         broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`);
-        ``shifts`` (:func:`constant_shifts`) are averaged over the same elements."""
+        ``shifts`` (:func:`constant_shifts`) are averaged over the same elements; ``spill``
+        (:func:`spill_mask`, broadcastable) marks where a non-finite output is allowed."""
         from ..core.ulp import ulp as ulp_of
 
         shape = np.shape(actual)
@@ -400,6 +430,7 @@ class Judge:
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
         b = _flat(bound, shape, scalar=True)
         pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
+        self._spill = None if spill is None else np.broadcast_to(np.asarray(spill, dtype=bool), shape).reshape(-1)
         if shifts is not None:
             self._add_shifts(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, shifts, shape)
         if native:
@@ -415,7 +446,7 @@ class Judge:
         idx = None
         if not both.all():
             off = np.flatnonzero(~both)
-            self._specials(a[off], r[off])
+            self._specials(a[off], r[off], off)
             idx = np.flatnonzero(both)
             a, r, ar, b, u = a[idx], r[idx], ar[idx], b[idx], u[idx]
             if pre is not None and pre.size > 1:
@@ -466,7 +497,7 @@ class Judge:
         d._signed.extend(ws["sblk"].reshape(2, cap)[:, :nsb])
         if nskip:
             pos = ws["skip"][:nskip]
-            self._specials(a[pos].astype(np.float64), r[pos])
+            self._specials(a[pos].astype(np.float64), r[pos], pos)
         if not compared:
             return
         d.count += compared
@@ -509,13 +540,19 @@ class Judge:
                         "skip": np.empty(n, dtype=np.int64), "top": np.empty(WORST_K, dtype=np.int64)}
         return self._ws
 
-    def _specials(self, av: np.ndarray, r: np.ndarray) -> None:
-        """Account for elements whose output ``av`` (float64) or rounded reference is not finite."""
+    def _specials(self, av: np.ndarray, r: np.ndarray, pos: np.ndarray) -> None:
+        """Account for elements (at positions ``pos`` of the chunk) whose output ``av`` (float64) or
+        rounded reference is not finite; a non-finite output where the chunk's ``spill`` mask allows
+        it (:func:`spill_mask`) counts as ``spilled``, not as a mismatch."""
         self.nonfinite += av.size
         ev = rounded_specials(r, self.fmt)
         same = (np.isnan(av) & np.isnan(ev)) | (av == ev)
+        if self._spill is not None:
+            allowed = self._spill[pos] & ~np.isfinite(av) & np.isfinite(ev)
+            self.spilled += int(np.count_nonzero(allowed))
+            same |= allowed
         self.special += int((~same).sum())
-        self.nan_finite += int((np.isnan(av) & np.isfinite(ev)).sum())
+        self.nan_finite += int((np.isnan(av) & np.isfinite(ev) & ~same).sum())
 
     def _push_worst(self, local, norm, a, r, e_ulp, b, chunk_index, chunk_shape) -> None:
         """Offer the elements at positions ``local`` of the chunk (values given) to the worst-K heap."""
@@ -545,7 +582,7 @@ class Judge:
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
             n_distinct=int(np.count_nonzero(np.unpackbits(self._seen) if self.native else self._seen)),
             rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
-            hull_violations=self.hull,
+            hull_violations=self.hull, spilled=self.spilled,
             constant_shifts={k: v / _SHIFT_SCALE / self._shift_n for k, v in sorted(self._shift_sum.items())}
             if self._shift_n else {},
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
@@ -577,6 +614,9 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
            if res.special_mismatch else "non-finite values where the reference has them")
     if c.signed_zero:
         msg += f"; {res.signed_zero_mismatch} signed-zero mismatch(es)"
+    if res.spilled:
+        msg += (f"; {res.spilled:,} non-finite output(s) where the {std.accumulate.name} intermediates overflow "
+                "(allowed: intermediate_overflow)")
     out.append(CriterionResult("specials", bad == 0, float(bad), 0.0, msg))
     allowed = math.floor(c.bound_max_fraction * res.n_compared)
     out.append(CriterionResult(

@@ -42,5 +42,5 @@ ENTRIES: tuple[OpInfo, ...] = (
         'triangle aligned to the top-left corner).'
     ),
           shape=_attention_shape, reference="attention:attention", corpus="attention",
-          terms=("absout", "scoremag", "K", "E", "vmax")),
+          terms=("absout", "scoremag", "K", "E", "vmax", "spillmag")),
 )

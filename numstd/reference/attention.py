@@ -29,7 +29,11 @@ aux: ``absout = P @ |v|``, ``K = S``, ``E`` = head dimension, ``scoremag = |scal
 |k|^T)_ij`` over the unmasked keys of each query (shape ``(..., L, 1)``, broadcastable to the
 output; the full ``L x S`` matrix would not be); per coordinate over all keys (shape ``(..., 1,
 E)``): ``vmax = max_j |v_j|``, ``vlo = min_j v_j`` and ``vhi = max_j v_j`` (the convex hull of v's
-rows, :func:`numstd.criteria.hull_violations`).
+rows, :func:`numstd.criteria.hull_violations`); ``spillmag = max(1, |scale|) max_j (|q| @ |k|^T)_ij``
+per query (shape ``(..., L, 1)``): no partial sum or product of a score, scaled before or after
+the product, in any order, exceeds it, so a kernel's score can overflow its accumulation format
+only where ``spillmag`` reaches that format's overflow threshold (criterion
+``intermediate_overflow``, :func:`numstd.criteria.spill_mask`).
 """
 
 from __future__ import annotations
@@ -59,11 +63,13 @@ def attention(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     sl = e + p
     a_s = abs(scale) * err + 1.01 * U * (np.abs(p) + np.abs(sl)) + 4 * _TINY
     scoremag = abs(scale) * absqk
+    spillmag = max(1.0, abs(scale)) * absqk
     if params["causal"]:
         masked = np.arange(S)[None, :] > np.arange(L)[:, None]
         sh = np.where(masked, -np.inf, sh)
         sl = np.where(masked, 0.0, sl)
         scoremag = np.where(masked, 0.0, scoremag)
+        spillmag = np.where(masked, 0.0, spillmag)
     t = sh - np.max(sh, axis=-1, keepdims=True)
     d = t + sl
     r = exp_rows(d, with_lse=False)
@@ -83,5 +89,6 @@ def attention(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     bound = b_pv + perr
     aux = {"absout": absout, "K": np.asarray(float(S)), "E": np.asarray(float(q.shape[-1])),
            "scoremag": np.max(scoremag, axis=-1, keepdims=True), "vmax": vmax,
+           "spillmag": np.max(spillmag, axis=-1, keepdims=True),
            "vlo": np.min(v, axis=-2, keepdims=True), "vhi": np.max(v, axis=-2, keepdims=True)}
     return out, bound, aux
