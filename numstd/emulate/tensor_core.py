@@ -76,7 +76,7 @@ from .matmul import to_output
 from .summation import contiguous_slices
 
 __all__ = ["BFMAPath", "TensorCoreModel", "TENSOR_CORES", "tensor_core_matmul", "block_fma",
-           "input_kind"]
+           "input_kind", "FP8_REGISTER_HALVES"]
 
 _ACCS = {"float32": (24, -126, 127), "float16": (11, -14, 15)}  # (p, emin, emax)
 
@@ -98,9 +98,17 @@ class BFMAPath:
     acc : {"float32", "float16"}
         Accumulator (and output) format of the block FMA.
     late_c : bool
-        ``c`` takes no part in the alignment: the products' block sum is rounded to ``acc``
-        first and ``c`` added to it with one more rounding to nearest even in ``acc``
-        (``late_partial_sum`` of ``Generic_BFMA_TC.m``).
+        ``c`` takes no part in the alignment: the products' block result (with ``subblocks``,
+        the chain of sub-block FMAs started from zero) is rounded to ``acc`` first and ``c``
+        added to it with one more rounding to nearest even in ``acc`` (``late_partial_sum`` of
+        ``Generic_BFMA_TC.m``).
+    subblocks : tuple of tuple of int
+        Empty (default): the ``block`` products form one block FMA.  Otherwise the positions
+        (0-based, inside a block of ``block`` products) of sub-blocks that are applied one after
+        another as block FMAs of their own (steps 2-5 each, same ``extra_bits``, ``rounding`` and
+        ``min_exp``), each one's result the next one's ``c``; positions past the end of a short
+        last block are skipped.  :data:`FP8_REGISTER_HALVES` is the split of the fp8 ``mma.sync``
+        paths of H100/H200 and B200 (evidence in the module docstring).
     source : str
         Where the parameters come from.
     """
@@ -111,6 +119,7 @@ class BFMAPath:
     min_exp: int = -133
     acc: str = "float32"
     late_c: bool = False
+    subblocks: tuple[tuple[int, ...], ...] = ()
     source: str = ""
 
 
@@ -218,27 +227,46 @@ def _fp8_only(arch: str, base: TensorCoreModel) -> TensorCoreModel:
 
 _FIT = ("fitted in numstd on the even rows of reference_data/tensor_core (no upstream model); "
         "odd rows reported in docs/emulators.md")
+
+FP8_REGISTER_HALVES: tuple[tuple[int, ...], ...] = (
+    tuple(k for k in range(32) if k % 4 < 2), tuple(k for k in range(32) if k % 4 >= 2))
+"""Sub-blocks of the fp8 ``mma.sync`` paths of H100/H200 and B200 (:attr:`BFMAPath.subblocks`).
+
+A block of 32 fp8 products is applied as two block FMAs of 16: first the positions ``k`` with
+``k mod 4`` in {0, 1}, then those with ``k mod 4`` in {2, 3} -- the low and the high halves of
+each 32-bit register of four fp8 values in the ``m16n8k32`` operand fragments -- in the
+datapath of fp16 inputs of the same GPU.  Fitted on the even rows of the fp8 datasets (module
+docstring); no upstream model has it.
+"""
 _V100 = _model("v100", ("V100",), _KM + "V100TC.m", b16=(4, 0, -1024), tf32=4, h16=(4, 0, -19),
                validated=("float16",))
 _A100 = _model("a100", ("A100", "A2"), _KM + "A100TC.m (A100, A2, A30)",
                b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
                validated=("float16", "bfloat16", "tf32"))
+_HALVES = ("sub-blocks FP8_REGISTER_HALVES and late c " + _FIT.replace(" (no upstream model)", "")
+           + "; block FMAs of the fp16-input path of ")
 _ADA = _model("ada", ("Ada", "L40S"), _KM + "AdaTC.m, L40STC.m",
               b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
               fp8=BFMAPath(16, -10, "rz", -132, source=_KM + "AdaTC.m, L40STC.m (fp8)"),
-              fp8_h16=BFMAPath(16, 1, "rne", -20, "float16", source=_FIT),
+              fp8_h16=BFMAPath(16, -10, "rne", -132, "float16",
+                               source=_KM + "AdaTC.m, L40STC.m (fp8, fp16 output: frmode 'rne')"),
               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 _H100 = _model("h100", ("H100", "H200"), _KM + "H100TC.m, H200TC.m",
                b16=(16, 2, -133), tf32=8, h16=(16, 2, -21),
                fp8=BFMAPath(32, -10, "rz", -133, source=_KM + "H100TC.m (fp8)"),
-               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT),
+               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True,
+                                subblocks=FP8_REGISTER_HALVES,
+                                source=_HALVES + "H100TC.m (fp16 -> fp16)"),
                validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 _B200 = _model("b200", ("B200",), _KM + "B200TC.m",
                b16=(16, 2, -133), tf32=8, h16=(16, 2, -21),
-               fp8=BFMAPath(32, 8, "rne", -133, source=_KM + "B200TCRN.m (RNE output); n_eab "
-                            "= 8 " + _FIT.replace(" (no upstream model)", "")),
-               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT),
-               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn"))  # e5m2: 4,999/5,000
+               fp8=BFMAPath(32, 2, "rz", -133, late_c=True, subblocks=FP8_REGISTER_HALVES,
+                            source=_HALVES + "B200TC.m (fp16 -> fp32; n_eab = 2, RZ as its fp8 "
+                            "setting)"),
+               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True,
+                                subblocks=FP8_REGISTER_HALVES,
+                                source=_HALVES + "B200TC.m (fp16 -> fp16)"),
+               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 
 TENSOR_CORES: Mapping[str, TensorCoreModel] = types.MappingProxyType({
     m.arch: m for m in (_V100, _A100, _ADA, _H100, _B200,
@@ -296,9 +324,9 @@ def block_fma(
     -------
     numpy.ndarray
         float64 values ``R_p(2**q * (trunc(c / 2**q) + sum_i trunc(p_i / 2**q)))`` with
-        ``E = max(min_exp, e(c), max_i e_i)``, ``q = E - 23 - n_eab``, ``p = p_acc +
-        min(n_eab, 0)`` and ``R`` the path's rounding (module docstring, steps 2-5); with
-        ``late_c`` the same with ``c = 0``, then ``RN_acc(c + ...)``.
+        ``E = max(min_exp, e(c), max_i e_i)``, ``q = E - 23 - n_eab``, ``p = min(p_acc, 24 +
+        n_eab)`` and ``R`` the path's rounding (module docstring, steps 2-5); with ``late_c``
+        the same with ``c = 0``, then ``RN_acc(c + ...)``.
     """
     p_acc, emin, emax = _ACCS[acc]
     c64 = np.asarray(c, dtype=np.float64)
@@ -314,8 +342,33 @@ def block_fma(
         aligned = np.trunc(products * inv_grid)  # exact scaling, truncation toward zero
         total = aligned.sum(axis=0) + np.trunc(c64 * inv_grid)  # integers < 2**40: exact
         value = total / inv_grid
-    p = p_acc + min(extra_bits, 0)
+    p = min(p_acc, 24 + extra_bits)  # the aligned sum has 24 + n_eab bits above the grid
     return _round_acc(value, p, emin, emax, rounding)
+
+
+def _path_fma(d: np.ndarray, terms: ProductTerms, j0: int, j1: int, path: BFMAPath,
+              extra_bits: int, acc: str) -> np.ndarray:
+    """One block of ``path`` (products ``j0 .. j1-1``) applied to the accumulator ``d``.
+
+    Without sub-blocks this is :func:`block_fma`; with them (:attr:`BFMAPath.subblocks`) each
+    sub-block is a block FMA of its own, chained from ``d`` -- or from zero with ``late_c``,
+    ``d`` then being added to the chain's result with round to nearest even in ``acc``.
+    """
+    kw = {"rounding": path.rounding, "min_exp": path.min_exp, "acc": acc}
+    if not path.subblocks:
+        return block_fma(d, terms.terms(j0, j1), terms.exponent_sums(j0, j1), extra_bits,
+                         late_c=path.late_c, **kw)
+    prods, sums = terms.terms(j0, j1), terms.exponent_sums(j0, j1)
+    x = np.zeros_like(np.asarray(d, dtype=np.float64)) if path.late_c else d
+    for sub in path.subblocks:
+        pos = [i for i in sub if i < j1 - j0]
+        if pos:
+            x = block_fma(x, prods[pos], sums[pos], extra_bits, **kw)
+    if not path.late_c:
+        return x
+    p_acc, emin, emax = _ACCS[acc]
+    with np.errstate(invalid="ignore", over="ignore"):  # exact sum rounded once (see late_c)
+        return _round_acc(np.asarray(d, dtype=np.float64) + x, p_acc, emin, emax, "rne")
 
 
 def tensor_core_matmul(
@@ -397,6 +450,10 @@ def tensor_core_matmul(
     b, neab = path.block, path.extra_bits
     if block is not None:
         b = check_order_parameter("block", block)
+        if path.subblocks and b != path.block:
+            raise ParameterError(
+                f"arch {arch!r}: the {kind} path with a {acc_name} accumulator splits blocks of "
+                f"{path.block} products into sub-blocks; block={b} does not fit that split")
     if extra_bits is not None:
         if isinstance(extra_bits, bool) or not isinstance(extra_bits, (int, np.integer)) \
                 or not -20 <= extra_bits <= 8:
@@ -422,10 +479,7 @@ def tensor_core_matmul(
     for i, (k0, k1) in enumerate(ranges):
         d = c0 if i == 0 else np.zeros(terms.shape)
         for j0 in range(k0, k1, b):
-            j1 = min(j0 + b, k1)
-            d = block_fma(d, terms.terms(j0, j1), terms.exponent_sums(j0, j1), neab,
-                          rounding=path.rounding, min_exp=path.min_exp, acc=acc_name,
-                          late_c=path.late_c)
+            d = _path_fma(d, terms, j0, min(j0 + b, k1), path, neab, acc_name)
         parts.append(d)
     total = c0 if not parts else parts[0]
     if len(parts) > 1:
