@@ -256,8 +256,9 @@ FP8_REGISTER_HALVES: tuple[tuple[int, ...], ...] = (
 A block of 32 fp8 products is applied as two block FMAs of 16: first the positions ``k`` with
 ``k mod 4`` in {0, 1}, then those with ``k mod 4`` in {2, 3} -- the low and the high halves of
 each 32-bit register of four fp8 values in the ``m16n8k32`` operand fragments -- in the
-datapath of fp16 inputs of the same GPU.  Fitted on the even rows of the fp8 datasets (module
-docstring); no upstream model has it.
+datapath of fp16 inputs of the same GPU.  Found on the even rows of the fp8 datasets and then
+read in the SASS of the instruction (module docstring, ``scripts/tc_mma_fp8_sass.sh``); no
+upstream model has it.
 """
 _V100 = _model("v100", ("V100",), _KM + "V100TC.m", b16=(4, 0, -1024), tf32=4, h16=(4, 0, -19),
                validated=("float16",))
@@ -265,7 +266,7 @@ _A100 = _model("a100", ("A100", "A2"), _KM + "A100TC.m (A100, A2, A30)",
                b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
                validated=("float16", "bfloat16", "tf32"))
 _HALVES = ("sub-blocks FP8_REGISTER_HALVES and late c " + _FIT.replace(" (no upstream model)", "")
-           + "; block FMAs of the fp16-input path of ")
+           + "; as the SASS of scripts/tc_mma_fp8_sass.sh: block FMAs of the fp16-input path of ")
 _ADA = _model("ada", ("Ada", "L40S"), _KM + "AdaTC.m, L40STC.m",
               b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
               fp8=BFMAPath(16, -10, "rz", -132, source=_KM + "AdaTC.m, L40STC.m (fp8)"),
@@ -439,7 +440,8 @@ def tensor_core_matmul(
     split_k, promote_every : int
         Slicing of K (at most one of them differs from its default).
     extra_bits, block : int, optional
-        Override ``n_eab`` and the block size of the datapath.
+        Override ``n_eab`` and the block size of the datapath (a path with sub-blocks, the fp8
+        ``mma.sync`` paths, only takes its own block size: ParameterError otherwise).
     c : array-like, optional
         Initial accumulator, broadcast to the output shape, rounded (RNE) to the accumulator.
     out_rounding : {"rne", "rtz", "stochastic"}
