@@ -26,7 +26,7 @@ follows):
    (fp16); a result of magnitude ``2**(emax + 1)`` or more is ``±inf``;
 6. blocks are applied in K order, each one's ``d`` becoming the next one's ``c``.
 
-**fp8 mma.sync on H100/H200 and B200** has no fp8 datapath: ptxas compiles
+**fp8 mma.sync on H100/H200 and B200** is not an fp8 datapath: ptxas compiles
 ``mma.sync.aligned.m16n8k32.row.col.{f16,f32}.e4m3.e4m3.{f16,f32}`` for sm_90 and sm_100 into
 ``F2FP.F16.E4M3.UNPACK_B`` conversions (exact) of the low and the high 16-bit halves of each
 fp8x4 operand register, ``HMMA.16816`` over the low halves from a zero accumulator, a second
