@@ -230,6 +230,38 @@ def test_tc_h100_fp8_accumulator_keeps_13_fraction_bits():
     assert tc(a, a, arch="b200", dtype=E4M3) == 1 + 3 * 2.0**-14
 
 
+def test_tc_fp8_fp16_output_ada_rounds_13_fraction_bits_to_fp16():
+    # Ada fp8 -> fp16 (AdaTC.m, frmode 'rne'): terms aligned to 13 fraction bits (n_eab = -10)
+    # below E, the block sum rounded to fp16 (11 bits), not to 11 - 10 = 1 bit.
+    # 1 * 1 + 2**-5 * 2**-5 = 1 + 2**-10, one fp16 ulp: kept.
+    assert tc([1, 2.0**-5], [1, 2.0**-5], arch="ada", dtype=E4M3, out="float16") == 1 + 2.0**-10
+    # 1 + 15 products 2**-7 * 2**-7 = 2**-14 (subnormal e4m3 operands): each is below the grid
+    # 2**-13 and truncates to 0 -> 1 (the exact 1 + 15 * 2**-14 would round to 1 + 2**-10).
+    a = [1.0] + [2.0**-7] * 15
+    assert tc(a, a, arch="ada", dtype=E4M3, out="float16") == 1.0
+
+
+def test_tc_fp8_mma_sync_adds_the_register_halves_then_c():
+    # H100/B200 fp8 mma.sync: a block of 32 is applied as the positions k mod 4 in {0, 1}, then
+    # k mod 4 in {2, 3}, each a block FMA from zero, and c is added last (RNE).
+    # Products 1 (k = 0), 2**-11 (k = 1), 2**-11 (k = 2), c = 2**-11, fp16 output (ulp(1) = 2**-10):
+    # half 1: 1 + 2**-11, a tie -> 1; half 2: 1 + 2**-11 -> 1; then 1 + c, a tie -> 1.
+    # (One block with c: 1 + 3 * 2**-11 -> 1 + 2**-9; Ada's blocks of 16 with c give the same.)
+    a, b, c = [1.0, 2.0**-6, 2.0**-6], [1.0, 2.0**-5, 2.0**-5], 2.0**-11
+    for arch in ("h100", "b200"):
+        assert tc(a, b, c, arch, dtype=E4M3, out="float16") == 1.0
+    assert tc(a, b, c, "ada", dtype=E4M3, out="float16") == 1 + 2.0**-9
+    # B200 fp8 -> fp32: halves truncated (n_eab = 2, RZ), c added with RNE.  c = 64 (ulp 2**-17)
+    # and three products 2**-9 * 2**-9 = 2**-18 (k = 0, 1, 2): the halves give 2**-17 and then
+    # 3 * 2**-18 exactly; 64 + 1.5 ulp is a tie -> 64 + 2**-16 (even).  c aligned in the block
+    # with RZ would give 64 + 2**-17.
+    t = [2.0**-9] * 3
+    assert tc(t, t, 64.0, "b200", dtype=E4M3) == 64 + 2.0**-16
+    assert tc(t, t, 64.0, "b200", dtype=E4M3, block=32) == 64 + 2.0**-16
+    with pytest.raises(ParameterError, match="sub-blocks"):
+        tc(t, t, 64.0, "b200", dtype=E4M3, block=16)
+
+
 def test_tc_overrides_and_errors():
     assert tc([1], [1], -(1 - E), "v100", extra_bits=1) == E
     with pytest.raises(ParameterError):

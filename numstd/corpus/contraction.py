@@ -250,7 +250,7 @@ def _tc_h100(A, B, acc, out, seed):
 
 @_contraction("tc-b200", "hardware", True,
               "NVIDIA B200 tensor cores: block FMA of 16 products with 2 extra bits, truncated "
-              "(fp8: 32 products rounded to nearest); 16-bit and validated fp8 inputs",
+              "(fp8: two such blocks per 32 products, c added last); 16-bit and fp8 inputs",
               applies=_validated("b200"), acc_formats=FP32_ONLY)
 def _tc_b200(A, B, acc, out, seed):
     return _named("matmul/tc-b200", A, B, acc, seed)

@@ -18,11 +18,29 @@ follows):
    ``2**(E - 23 - n_eab)``, where ``n_eab`` is the number of extra alignment bits;
 4. the truncated terms are added exactly (the hardware's carry bits make the addition exact);
 5. the sum is normalised and rounded to the accumulator format -- fp32, or fp16 for the
-   fp16-accumulator paths -- keeping ``p + min(n_eab, 0)`` significant bits (``p`` = 24 or 11: the
-   fp8 paths of H100 and Ada keep only 13 fraction bits), toward zero (``"rz"``) or to nearest
-   even (``"rne"``) as the path says; the subnormal quantum is ``2**(emin - p + 1 - min(n_eab,
-   0))``; a result of magnitude ``2**(emax + 1)`` or more is ``±inf``;
+   fp16-accumulator paths -- keeping ``min(p, 24 + n_eab)`` significant bits (``p`` = 24 or 11:
+   the fp8 -> fp32 paths of H100 and Ada keep only 13 fraction bits; with fp16 output the 13-bit
+   aligned sum is rounded to fp16's 11 bits, as ``Generic_BFMA_TC.m`` rounds to the output's
+   ``NoManBitsOut``), toward zero (``"rz"``) or to nearest even (``"rne"``) as the path says; the
+   subnormal quantum is ``2**(emin - p + 1 - min(n_eab, 0))`` (fp32) or ``2**(emin - 10)``
+   (fp16); a result of magnitude ``2**(emax + 1)`` or more is ``±inf``;
 6. blocks are applied in K order, each one's ``d`` becoming the next one's ``c``.
+
+**fp8 mma.sync on H100/H200 and B200** is not an fp8 datapath: ptxas compiles
+``mma.sync.aligned.m16n8k32.row.col.{f16,f32}.e4m3.e4m3.{f16,f32}`` for sm_90 and sm_100 into
+``F2FP.F16.E4M3.UNPACK_B`` conversions (exact) of the low and the high 16-bit halves of each
+fp8x4 operand register, ``HMMA.16816`` over the low halves from a zero accumulator, a second
+``HMMA.16816`` over the high halves accumulating onto it, and ``HADD2`` / ``FADD`` of ``c``
+(``scripts/tc_mma_fp8_sass.sh``, CUDA 13.0; for sm_89, Ada, it is one ``QMMA.16832``).  In the
+``m16n8k32`` fragments the low halves hold the positions ``k`` with ``k mod 4`` in {0, 1}.  So
+these paths are blocks of 32 split into the sub-blocks :data:`FP8_REGISTER_HALVES`, each a block
+FMA of the GPU's fp16-input datapath (16 products, ``n_eab = 2``; RNE to fp16 or RZ to fp32), and
+``c`` added last with round to nearest (late c).  The structure was chosen on the even rows of
+the H100/H200/B200 fp8 datasets (``scripts/tc_fit_search.py``: of 22 structures only this one
+fits) before the SASS was read; the odd rows are held out (all 2,500 match in every dataset).
+The H100/H200 fp8 -> fp32 datasets come from WGMMA (``c`` ignored), which *is* the 13-bit fp8
+datapath of ``H100TC.m``; an ``mma.sync`` fp8 -> fp32 on H100 would be the emulation above (no
+dataset measures it; the ``h100`` fp8 -> fp32 path models WGMMA).
 
 **fp16 output** (``out="float16"``) is *fp16 accumulation*: the PTX ``mma``/``wmma`` with an
 ``.f16`` accumulator rounds every block FMA's result to fp16 (step 5 with RNE) and that fp16 value
@@ -38,21 +56,24 @@ bit-for-bit by ``tests/test_tensor_core_truth.py`` against the GPU outputs shipp
 ``reference_data/tensor_core/`` (match table in ``docs/emulators.md``).  Per path ``(b, n_eab,
 rounding, e_min_align)``:
 
-=================  ==============  =========  ===============  ==============  ===================
-arch (GPUs)        fp16/bf16>fp32  tf32>fp32  fp16>fp16        fp8>fp32        fp8>fp16
-=================  ==============  =========  ===============  ==============  ===================
-v100 (V100)        4,0,RZ,-1024    4,0,RZ     4,0,RNE,-19      (fp16 path)     (fp16 path)
-a100 (A100, A2)    8,1,RZ,-132     4,1,RZ     8,1,RNE,-20      (fp16 path)     (fp16 path)
-ada (Ada, L40S)    8,1,RZ,-132     4,1,RZ     8,1,RNE,-20      16,-10,RZ,-132  16,1,RNE,-20 [f]
-h100 (H100, H200)  16,2,RZ,-133    8,2,RZ     16,2,RNE,-21     32,-10,RZ,-133  32,2,RNE,-21,lc [f]
-b200 (B200)        16,2,RZ,-133    8,2,RZ     16,2,RNE,-21     32,8,RNE [f]    32,2,RNE,-21,lc [f]
-=================  ==============  =========  ===============  ==============  ===================
+=================  ==============  =========  ============  ===================  ===================
+arch (GPUs)        fp16/bf16>fp32  tf32>fp32  fp16>fp16     fp8>fp32             fp8>fp16
+=================  ==============  =========  ============  ===================  ===================
+v100 (V100)        4,0,RZ,-1024    4,0,RZ     4,0,RNE,-19   (fp16 path)          (fp16 path)
+a100 (A100, A2)    8,1,RZ,-132     4,1,RZ     8,1,RNE,-20   (fp16 path)          (fp16 path)
+ada (Ada, L40S)    8,1,RZ,-132     4,1,RZ     8,1,RNE,-20   16,-10,RZ,-132       16,-10,RNE,-132
+h100 (H100, H200)  16,2,RZ,-133    8,2,RZ     16,2,RNE,-21  32,-10,RZ,-133       32,2,RNE,-21,h [f]
+b200 (B200)        16,2,RZ,-133    8,2,RZ     16,2,RNE,-21  32,2,RZ,-133,h [f]   32,2,RNE,-21,h [f]
+=================  ==============  =========  ============  ===================  ===================
 
-Sources: the MATLAB models named above; [f] = no upstream model reproduces the measurements, the
-parameters were fitted on the even rows of the datasets (odd rows held out, docs/emulators.md;
-B200 fp8 > fp32 rounds to nearest as ``B200TCRN.m`` says, with ``n_eab = 8`` the narrowest
-alignment that fits); ``lc`` = late c (:class:`BFMAPath`).  ``h100-fp8`` and ``b200-fp8`` force
-the fp8 parameters whatever the inputs.
+Sources: the MATLAB models named above; ``h`` = sub-blocks :data:`FP8_REGISTER_HALVES` with late
+c (:class:`BFMAPath`), the fp8 ``mma.sync`` emulation described above, whose block FMAs take the
+parameters of the same GPU's fp16-input path; [f] = no upstream model reproduces the
+measurements: the structure was fitted on the even rows of the datasets, odd rows held out
+(docs/emulators.md).  The even rows alone accept ``n_eab`` from -4 up (fp16 output) and do not
+tell RZ from RNE or the split of the products with fp32 output (only that ``c`` comes last): the
+values are those of the HMMA that the SASS shows.  ``h100-fp8`` and ``b200-fp8`` force the fp8
+parameters whatever the inputs.
 
 Fasi et al. found "3 extra bits" on V100/T4/A100: those are *carry* bits of the multi-operand adder
 (which step 4 makes exact), not alignment bits; the alignment bits measured by Khattak & Mikaitis
@@ -76,7 +97,7 @@ from .matmul import to_output
 from .summation import contiguous_slices
 
 __all__ = ["BFMAPath", "TensorCoreModel", "TENSOR_CORES", "tensor_core_matmul", "block_fma",
-           "input_kind"]
+           "input_kind", "FP8_REGISTER_HALVES"]
 
 _ACCS = {"float32": (24, -126, 127), "float16": (11, -14, 15)}  # (p, emin, emax)
 
@@ -98,9 +119,17 @@ class BFMAPath:
     acc : {"float32", "float16"}
         Accumulator (and output) format of the block FMA.
     late_c : bool
-        ``c`` takes no part in the alignment: the products' block sum is rounded to ``acc``
-        first and ``c`` added to it with one more rounding to nearest even in ``acc``
-        (``late_partial_sum`` of ``Generic_BFMA_TC.m``).
+        ``c`` takes no part in the alignment: the products' block result (with ``subblocks``,
+        the chain of sub-block FMAs started from zero) is rounded to ``acc`` first and ``c``
+        added to it with one more rounding to nearest even in ``acc`` (``late_partial_sum`` of
+        ``Generic_BFMA_TC.m``).
+    subblocks : tuple of tuple of int
+        Empty (default): the ``block`` products form one block FMA.  Otherwise the positions
+        (0-based, inside a block of ``block`` products) of sub-blocks that are applied one after
+        another as block FMAs of their own (steps 2-5 each, same ``extra_bits``, ``rounding`` and
+        ``min_exp``), each one's result the next one's ``c``; positions past the end of a short
+        last block are skipped.  :data:`FP8_REGISTER_HALVES` is the split of the fp8 ``mma.sync``
+        paths of H100/H200 and B200 (evidence in the module docstring).
     source : str
         Where the parameters come from.
     """
@@ -111,6 +140,7 @@ class BFMAPath:
     min_exp: int = -133
     acc: str = "float32"
     late_c: bool = False
+    subblocks: tuple[tuple[int, ...], ...] = ()
     source: str = ""
 
 
@@ -218,27 +248,47 @@ def _fp8_only(arch: str, base: TensorCoreModel) -> TensorCoreModel:
 
 _FIT = ("fitted in numstd on the even rows of reference_data/tensor_core (no upstream model); "
         "odd rows reported in docs/emulators.md")
+
+FP8_REGISTER_HALVES: tuple[tuple[int, ...], ...] = (
+    tuple(k for k in range(32) if k % 4 < 2), tuple(k for k in range(32) if k % 4 >= 2))
+"""Sub-blocks of the fp8 ``mma.sync`` paths of H100/H200 and B200 (:attr:`BFMAPath.subblocks`).
+
+A block of 32 fp8 products is applied as two block FMAs of 16: first the positions ``k`` with
+``k mod 4`` in {0, 1}, then those with ``k mod 4`` in {2, 3} -- the low and the high halves of
+each 32-bit register of four fp8 values in the ``m16n8k32`` operand fragments -- in the
+datapath of fp16 inputs of the same GPU.  Found on the even rows of the fp8 datasets and then
+read in the SASS of the instruction (module docstring, ``scripts/tc_mma_fp8_sass.sh``); no
+upstream model has it.
+"""
 _V100 = _model("v100", ("V100",), _KM + "V100TC.m", b16=(4, 0, -1024), tf32=4, h16=(4, 0, -19),
                validated=("float16",))
 _A100 = _model("a100", ("A100", "A2"), _KM + "A100TC.m (A100, A2, A30)",
                b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
                validated=("float16", "bfloat16", "tf32"))
+_HALVES = ("sub-blocks FP8_REGISTER_HALVES and late c " + _FIT.replace(" (no upstream model)", "")
+           + "; as the SASS of scripts/tc_mma_fp8_sass.sh: block FMAs of the fp16-input path of ")
 _ADA = _model("ada", ("Ada", "L40S"), _KM + "AdaTC.m, L40STC.m",
               b16=(8, 1, -132), tf32=4, h16=(8, 1, -20),
               fp8=BFMAPath(16, -10, "rz", -132, source=_KM + "AdaTC.m, L40STC.m (fp8)"),
-              fp8_h16=BFMAPath(16, 1, "rne", -20, "float16", source=_FIT),
+              fp8_h16=BFMAPath(16, -10, "rne", -132, "float16",
+                               source=_KM + "AdaTC.m, L40STC.m (fp8, fp16 output: frmode 'rne')"),
               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 _H100 = _model("h100", ("H100", "H200"), _KM + "H100TC.m, H200TC.m",
                b16=(16, 2, -133), tf32=8, h16=(16, 2, -21),
                fp8=BFMAPath(32, -10, "rz", -133, source=_KM + "H100TC.m (fp8)"),
-               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT),
+               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True,
+                                subblocks=FP8_REGISTER_HALVES,
+                                source=_HALVES + "H100TC.m (fp16 -> fp16)"),
                validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 _B200 = _model("b200", ("B200",), _KM + "B200TC.m",
                b16=(16, 2, -133), tf32=8, h16=(16, 2, -21),
-               fp8=BFMAPath(32, 8, "rne", -133, source=_KM + "B200TCRN.m (RNE output); n_eab "
-                            "= 8 " + _FIT.replace(" (no upstream model)", "")),
-               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True, source=_FIT),
-               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn"))  # e5m2: 4,999/5,000
+               fp8=BFMAPath(32, 2, "rz", -133, late_c=True, subblocks=FP8_REGISTER_HALVES,
+                            source=_HALVES + "B200TC.m (fp16 -> fp32; n_eab = 2, RZ as its fp8 "
+                            "setting)"),
+               fp8_h16=BFMAPath(32, 2, "rne", -21, "float16", late_c=True,
+                                subblocks=FP8_REGISTER_HALVES,
+                                source=_HALVES + "B200TC.m (fp16 -> fp16)"),
+               validated=("float16", "bfloat16", "tf32", "float8_e4m3fn", "float8_e5m2"))
 
 TENSOR_CORES: Mapping[str, TensorCoreModel] = types.MappingProxyType({
     m.arch: m for m in (_V100, _A100, _ADA, _H100, _B200,
@@ -296,9 +346,9 @@ def block_fma(
     -------
     numpy.ndarray
         float64 values ``R_p(2**q * (trunc(c / 2**q) + sum_i trunc(p_i / 2**q)))`` with
-        ``E = max(min_exp, e(c), max_i e_i)``, ``q = E - 23 - n_eab``, ``p = p_acc +
-        min(n_eab, 0)`` and ``R`` the path's rounding (module docstring, steps 2-5); with
-        ``late_c`` the same with ``c = 0``, then ``RN_acc(c + ...)``.
+        ``E = max(min_exp, e(c), max_i e_i)``, ``q = E - 23 - n_eab``, ``p = min(p_acc, 24 +
+        n_eab)`` and ``R`` the path's rounding (module docstring, steps 2-5); with ``late_c``
+        the same with ``c = 0``, then ``RN_acc(c + ...)``.
     """
     p_acc, emin, emax = _ACCS[acc]
     c64 = np.asarray(c, dtype=np.float64)
@@ -314,8 +364,33 @@ def block_fma(
         aligned = np.trunc(products * inv_grid)  # exact scaling, truncation toward zero
         total = aligned.sum(axis=0) + np.trunc(c64 * inv_grid)  # integers < 2**40: exact
         value = total / inv_grid
-    p = p_acc + min(extra_bits, 0)
+    p = min(p_acc, 24 + extra_bits)  # the aligned sum has 24 + n_eab bits above the grid
     return _round_acc(value, p, emin, emax, rounding)
+
+
+def _path_fma(d: np.ndarray, terms: ProductTerms, j0: int, j1: int, path: BFMAPath,
+              extra_bits: int, acc: str) -> np.ndarray:
+    """One block of ``path`` (products ``j0 .. j1-1``) applied to the accumulator ``d``.
+
+    Without sub-blocks this is :func:`block_fma`; with them (:attr:`BFMAPath.subblocks`) each
+    sub-block is a block FMA of its own, chained from ``d`` -- or from zero with ``late_c``,
+    ``d`` then being added to the chain's result with round to nearest even in ``acc``.
+    """
+    kw = {"rounding": path.rounding, "min_exp": path.min_exp, "acc": acc}
+    if not path.subblocks:
+        return block_fma(d, terms.terms(j0, j1), terms.exponent_sums(j0, j1), extra_bits,
+                         late_c=path.late_c, **kw)
+    prods, sums = terms.terms(j0, j1), terms.exponent_sums(j0, j1)
+    x = np.zeros_like(np.asarray(d, dtype=np.float64)) if path.late_c else d
+    for sub in path.subblocks:
+        pos = [i for i in sub if i < j1 - j0]
+        if pos:
+            x = block_fma(x, prods[pos], sums[pos], extra_bits, **kw)
+    if not path.late_c:
+        return x
+    p_acc, emin, emax = _ACCS[acc]
+    with np.errstate(invalid="ignore", over="ignore"):  # exact sum rounded once (see late_c)
+        return _round_acc(np.asarray(d, dtype=np.float64) + x, p_acc, emin, emax, "rne")
 
 
 def tensor_core_matmul(
@@ -365,7 +440,8 @@ def tensor_core_matmul(
     split_k, promote_every : int
         Slicing of K (at most one of them differs from its default).
     extra_bits, block : int, optional
-        Override ``n_eab`` and the block size of the datapath.
+        Override ``n_eab`` and the block size of the datapath (a path with sub-blocks, the fp8
+        ``mma.sync`` paths, only takes its own block size: ParameterError otherwise).
     c : array-like, optional
         Initial accumulator, broadcast to the output shape, rounded (RNE) to the accumulator.
     out_rounding : {"rne", "rtz", "stochastic"}
@@ -397,6 +473,10 @@ def tensor_core_matmul(
     b, neab = path.block, path.extra_bits
     if block is not None:
         b = check_order_parameter("block", block)
+        if path.subblocks and b != path.block:
+            raise ParameterError(
+                f"arch {arch!r}: the {kind} path with a {acc_name} accumulator splits blocks of "
+                f"{path.block} products into sub-blocks; block={b} does not fit that split")
     if extra_bits is not None:
         if isinstance(extra_bits, bool) or not isinstance(extra_bits, (int, np.integer)) \
                 or not -20 <= extra_bits <= 8:
@@ -422,10 +502,7 @@ def tensor_core_matmul(
     for i, (k0, k1) in enumerate(ranges):
         d = c0 if i == 0 else np.zeros(terms.shape)
         for j0 in range(k0, k1, b):
-            j1 = min(j0 + b, k1)
-            d = block_fma(d, terms.terms(j0, j1), terms.exponent_sums(j0, j1), neab,
-                          rounding=path.rounding, min_exp=path.min_exp, acc=acc_name,
-                          late_c=path.late_c)
+            d = _path_fma(d, terms, j0, min(j0 + b, k1), path, neab, acc_name)
         parts.append(d)
     total = c0 if not parts else parts[0]
     if len(parts) > 1:

@@ -29,7 +29,7 @@ matmul/tc-ada           H100, H200; B200), bit-exact against the GPUs for the in
 matmul/tc-h100          its ``validated`` (``reference_data/tensor_core``)
 matmul/tc-b200
 matmul/tc-h100-fp8      H100 fp8 datapath (13-bit accumulator), any inputs
-matmul/tc-b200-fp8      B200 fp8 datapath (32 products, RNE), any inputs
+matmul/tc-b200-fp8      B200 fp8 datapath (2 x 16 products, c last), any inputs
 matmul/tc-h100-fp8-promote128  H100 fp8 with fp32 promotion every 128 elements (DeepSeek-V3)
 matmul/tc-ada-fp8-promote128   Ada/L40S fp8 (16-product 13-bit blocks), the same promotion
 matmul/tc-a100-splitk4  A100 block FMA with split-K 4 and an fp32 in-order reduction
