@@ -84,6 +84,7 @@ def render(root: Any = None) -> dict[str, str]:
                      f"{' (' + ', '.join(f'{k}={v}' for k, v in s.selector.items()) + ')' if s.selector else ''} |")
     index.append("")
     index.append(f"{len(stds)} standards.")
+    index += [""] + coverage_table(stds)
     pages["README.md"] = "\n".join(index) + "\n"
     for op in ops:
         lines = [f"# {op}", "", "Generated from `standards/" + op + "/`; do not edit.", ""]
@@ -91,6 +92,32 @@ def render(root: Any = None) -> dict[str, str]:
             lines += [f'<a id="{_anchor(s.key)}"></a>', f"## {s.key}", "", "```text", render_standard(s), "```", ""]
         pages[f"{op}.md"] = "\n".join(lines)
     return pages
+
+
+_COVERAGE_BACKENDS = ("numpy", "torch:cpu", "jax:cpu", "nki")  # (torch:cuda, jax:gpu, torch-neuronx run the same calls)
+
+
+def coverage_table(stds: list) -> list[str]:
+    """Markdown lines: for every catalog op, its output formats with a default standard and the
+    backends that run it (:meth:`numstd.backends.Backend.ops`; no library is imported)."""
+    from ..backends import get
+    from ..ops import OPS
+
+    runs = {name: get(name).ops() for name in _COVERAGE_BACKENDS}
+    lines = ["## Ops, default standards and backends", "",
+             "Every catalog op, the inputs → output of its default standards, and which backends run its library "
+             "kernel (`torch:cuda`, `jax:gpu`, `jax:neuron` and `torch-neuronx` run the `torch:cpu` / `jax:cpu` calls "
+             "on their device; `python -m numstd backends` says which are available here).", "",
+             "| op | default standards | " + " | ".join(f"`{b}`" for b in _COVERAGE_BACKENDS) + " |",
+             "|---|---|" + "---|" * len(_COVERAGE_BACKENDS)]
+    for op in sorted(OPS):
+        defaults = sorted({f"{'×'.join(sorted(set(s.formats['inputs'])))} → {s.output.name}"
+                           + (" (" + ", ".join(f"{k}={v}" for k, v in s.selector.items()) + ")" if s.selector else "")
+                           for s in stds if s.op == op and s.default})
+        lines.append(f"| {op} | {'; '.join(defaults) or '–'} | "
+                     + " | ".join("yes" if op in runs[b] else "" for b in _COVERAGE_BACKENDS) + " |")
+    lines += ["", f"{len(OPS)} ops; backends: " + ", ".join(f"`{b}` {len(runs[b])}" for b in _COVERAGE_BACKENDS) + "."]
+    return lines
 
 
 def generate(out: str | Path, standards_root: Any = None) -> list[Path]:
