@@ -20,7 +20,7 @@
    checks, a bf16 matmul ``check`` against one float64 matmul, ``check``'s peak extra memory, the
    exhaustive bf16 survey, ``calibrate --quick`` and ``grade``.
 
-Results: ``benchmarks/results/{machine,discrimination,real,perf}.json``; the tables go into the generated
+Results: ``benchmarks/results/{machine,discrimination,perf}.json`` and ``real.json.gz``; the tables go into the generated
 blocks of ``docs/benchmarks.md`` and into the README's "Benchmarks" section (the last section).
 Exit status 0 even when a speed target is missed (the tables say so); 2 when a benchmark crashed.
 """
@@ -116,7 +116,7 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
 
 # ------------------------------------------------------------------------------------- tables
 def run_real(quick: bool, inductor: bool, prefix: str, date: str, command: str) -> dict[str, str]:
-    """The real-implementations part (benchmarks/real_part.py): results to ``{prefix}real.json``, and
+    """The real-implementations part (benchmarks/real_part.py): results to ``{prefix}real.json.gz``, and
     the generated blocks of docs/benchmarks.md section 1b."""
     from benchmarks import real_part
 
@@ -125,8 +125,10 @@ def run_real(quick: bool, inductor: bool, prefix: str, date: str, command: str) 
     result = real_part.run(quick=quick, inductor=inductor, progress=lambda m: print(m, file=sys.stderr, flush=True))
     md = real_part.markdown(result, date=date, commit=commit, command=command)
     result["markdown"] = md
-    (RESULTS / f"{prefix}real.json").write_text(json.dumps(result, separators=(",", ":"), default=float),
-                                                 encoding="utf-8")
+    import gzip
+
+    with gzip.open(RESULTS / f"{prefix}real.json.gz", "wt", encoding="utf-8") as fh:  # ~15k rows: 5 MB plain
+        json.dump(result, fh, separators=(",", ":"), default=float)
     print(md["real-side-by-side"], md["real-impls"], sep="\n\n")
     return md
 
@@ -355,8 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     if "real" not in skip:
         command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
         blocks.update(run_real(args.quick, "inductor" not in skip, prefix, date, command.strip()))
-    elif (RESULTS / f"{prefix}real.json").is_file():  # reuse the last run's tables
-        blocks.update(json.loads((RESULTS / f"{prefix}real.json").read_text(encoding="utf-8")).get("markdown", {}))
+    elif (RESULTS / f"{prefix}real.json.gz").is_file():  # reuse the last run's tables
+        import gzip
+
+        with gzip.open(RESULTS / f"{prefix}real.json.gz", "rt", encoding="utf-8") as fh:
+            blocks.update(json.load(fh).get("markdown", {}))
     perf: dict[str, dict] = {}
     rows: list[dict] = []
     if "perf" in skip and (RESULTS / f"{prefix}perf.json").is_file():
@@ -388,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     DOC.write_text(text, encoding="utf-8")
     if md is not None and rows and reran:
         write_readme(readme_section(md["headline"], rows, md["summary"], date))
-    print(f"wrote {DOC.relative_to(ROOT)} and the README's {README_HEADING!r} section", file=sys.stderr)
+    print(f"wrote {DOC.relative_to(ROOT)}" + (f" and the README's {README_HEADING!r} section" if reran else ""),
+          file=sys.stderr)
     return 2 if crashed else 0
 
 
