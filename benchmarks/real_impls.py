@@ -13,8 +13,9 @@ Usage::
 
 Output: a JSON file with one row per (backend, op, input format, case, policy) — pass, max
 |error|/bound, failed criteria, the standard used — and a markdown summary on stdout (failing cases
-per op and backend, worst normalized error).  A number in docs/benchmarks.md about real kernels
-comes from this script.
+per op and backend, worst normalized error).  ``benchmarks/run.py`` (part ``real``,
+``benchmarks/real_part.py``) runs it with ``--methods`` beside the real-torch bugs and writes
+docs/benchmarks.md section 1b; a number there about real kernels comes from that run.
 """
 
 from __future__ import annotations

@@ -27,10 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["run", "markdown", "LEGIT", "side_by_side_table", "sweep_table", "impls_table", "bugs_table"]
-
-#: the library kernels judged as legitimate variants (labels of benchmarks.real_impls.kernels)
-LEGIT = ("torch1", "torch2", "inductor", "jax")
+__all__ = ["run", "markdown", "side_by_side_table", "sweep_table", "impls_table", "bugs_table", "false_rejects",
+           "false_reject_table", "op_defects"]
 _NAMES = {"torch1": "torch CPU, 1 thread", "torch2": "torch CPU, 2 threads", "inductor": "torch.compile/inductor CPU",
           "jax": "jax CPU (XLA)", "rounded64": "float64 reference rounded to the format"}
 
