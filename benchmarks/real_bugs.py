@@ -14,8 +14,8 @@ with a truncated log2(e).
 
 **Observable.**  A bug is *observable on a case* when the output the buggy code produces there has
 at least one element outside the standard's per-element error bound of the float64 truth:
-``max_i |a_i − r_i| / B_i > 1`` (``Verdict.normalized_max``), or a non-finite or special value
-where the truth has another one (the ``specials`` criterion), or the wrong shape.  ``B_i`` is the
+``max_i |a_i − r_i| / B_i > 1`` (``Verdict.normalized_max``), or a non-finite value where the
+truth has another one (the ``specials`` criterion), or the wrong dtype.  ``B_i`` is the
 standard's a-priori bound on the error of any legitimate implementation (its error model at the
 standard's constants), so an observable output is one no legitimate arithmetic produces.  A bug
 that stays inside ``B`` on a case (a fast rsqrt with two Newton steps in bf16, a one-pass variance
