@@ -1,8 +1,13 @@
 """Bugs written the way real torch code gets them wrong, judged on the suite cases of each op.
 
-Each bug is a small torch function of the op's inputs and parameters, computing in the case's
-dtype as ordinary torch code does (a 16-bit tensor stays 16-bit between ops unless the code upcasts
-it).  It runs on every case of the default standard of its op (the same cases
+Each bug is a small torch function of the op's inputs and parameters.  It computes in fp32: 16-bit
+inputs are upcast once and the result is rounded once to the case's dtype, as a careful kernel
+does, so that the bug is the only departure from a legitimate implementation (composed torch code
+that keeps bf16/fp16 intermediates is itself rejected by the default standards — a composed bf16
+softmax on most bf16 cases — and would make every 16-bit "detection" partly the composition's).
+``CONTROLS``, the same code without its bug, check that (``--controls``).  The bf16-inputs bugs
+round to bf16 on purpose; they run on fp32 cases only.  It runs on every case of the default
+standard of its op (the same cases
 ``benchmarks/real_impls.py`` gives the library kernels) and is judged by :func:`numstd.check` and
 by the fixed-tolerance checks of :mod:`benchmarks.side_by_side`.
 
@@ -46,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["Bug", "BUGS", "FAMILIES", "LOG2E_TRUNC", "fast_rsqrt", "run", "run_bug", "summary", "main"]
+__all__ = ["Bug", "BUGS", "CONTROLS", "FAMILIES", "LOG2E_TRUNC", "fast_rsqrt", "run", "run_bug", "summary", "main"]
 
 #: log2(e) = 1.4426950408889634 truncated to five significant digits, as hand-written exp2 code has it
 LOG2E_TRUNC = 1.4427
@@ -308,6 +313,19 @@ BUGS: tuple[Bug, ...] = (
 )
 
 
+#: The same hand-written code without its bug: each should pass where the bug is judged, so that a
+#: detection is the bug's and not the hand-written harness's (``python benchmarks/real_bugs.py --controls``)
+CONTROLS: tuple[Bug, ...] = (
+    Bug("softmax_composed", "control", "softmax", lambda a, p: _softmax_nomax([a[0] - a[0].amax(_ax(p), keepdim=True)], p)),
+    Bug("layer_norm_two_pass", "control", "layer_norm", lambda a, p: _ln(a, p, var=_var_two_pass)),
+    Bug("rms_norm_composed", "control", "rms_norm", lambda a, p: _rms(a, p)),
+    Bug("linear_functional", "control", "linear", lambda a, p: _linear(a, p)),
+    Bug("attention_composed", "control", "attention", lambda a, p: _attn(a, p)),
+    Bug("attention_composed_causal", "control", "attention", lambda a, p: _attn(a, p), params={"causal": True}),
+    Bug("mean_sum_over_n", "control", "mean", lambda a, p: a[0].sum(dim=_ax(p), keepdim=p["keepdims"]) / a[0].shape[_ax(p)]),
+)
+
+
 def run_bug(bug: Bug, case: Any) -> np.ndarray:
     """The bug's output on ``case`` (a numpy array of the output's dtype)."""
     import torch
@@ -319,9 +337,12 @@ def run_bug(bug: Bug, case: Any) -> np.ndarray:
     params = {**dict(case.params), **bug.params}
     _spec, arrays, full = validate(case.op, list(case.inputs), params)
     args = [None if a is None else to_torch(a, torch.device("cpu")) for a in arrays]
+    dtype = args[0].dtype
+    if dtype in (torch.bfloat16, torch.float16):  # fp32 inside, one rounding at the end
+        args = [a.float() if a is not None and a.is_floating_point() else a for a in args]
     with torch.no_grad():
         out = bug.fn(args, full)
-    return np.asarray(to_numpy(out))
+    return np.asarray(to_numpy(out.to(dtype) if out.is_floating_point() else out))
 
 
 def _observable(v: Any) -> bool:
@@ -386,7 +407,8 @@ def summary(rows: list[dict]) -> str:
     lines = ["| family | bug | formats | cases | observable | numstd detects (observable) | "
              "numstd detects (not observable) | worst max\\|e\\|/B |",
              "|---|---|---|---:|---:|---:|---:|---:|"]
-    for fam, bug in sorted(g, key=lambda k: (list(FAMILIES).index(k[0]), k[1])):
+    order = [*FAMILIES, "control"]
+    for fam, bug in sorted(g, key=lambda k: (order.index(k[0]), k[1])):
         rs = g[(fam, bug)]
         obs = [r for r in rs if r["observable"]]
         hid = [r for r in rs if not r["observable"]]
@@ -405,10 +427,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", default="", help="comma-separated ops (default: every op with a bug)")
     ap.add_argument("--quick", action="store_true", help="first shape and seed of each suite only")
+    ap.add_argument("--controls", action="store_true", help="run CONTROLS (the hand-written code without its "
+                    "bug) instead of the bugs")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_bugs.json"))
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rows = run([o for o in a.ops.split(",") if o] or None, quick=a.quick,
+    rows = run([o for o in a.ops.split(",") if o] or None, quick=a.quick, bugs=CONTROLS if a.controls else BUGS,
                progress=lambda m: print(m, file=sys.stderr, flush=True))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps({"meta": {"seconds": round(time.perf_counter() - t0, 1), "quick": a.quick},

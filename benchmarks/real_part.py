@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["run", "markdown", "side_by_side_table", "sweep_table", "impls_table", "bugs_table", "false_rejects",
+__all__ = ["run", "markdown", "controls_table", "side_by_side_table", "sweep_table", "impls_table", "bugs_table", "false_rejects",
            "false_reject_table", "op_defects"]
 _NAMES = {"torch1": "torch CPU, 1 thread", "torch2": "torch CPU, 2 threads", "inductor": "torch.compile/inductor CPU",
           "jax": "jax CPU (XLA)", "rounded64": "float64 reference rounded to the format"}
@@ -35,7 +35,7 @@ _NAMES = {"torch1": "torch CPU, 1 thread", "torch2": "torch CPU, 2 threads", "in
 
 def run(*, quick: bool = False, inductor: bool = True, ops: list[str] | None = None, max_cases: int | None = None,
         kernels: tuple[str, ...] = ("torch1", "torch2", "jax", "rounded64"), bugs: tuple | None = None,
-        progress: Callable[[str], None] | None = None) -> dict:
+        controls: bool = True, reuse: dict | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """All of the part; returns ``{"meta", "impls", "bugs"}`` (rows as in real_impls / real_bugs).
 
     Parameters
@@ -52,23 +52,38 @@ def run(*, quick: bool = False, inductor: bool = True, ops: list[str] | None = N
         Kernel labels of :func:`benchmarks.real_impls.kernels` besides inductor.
     bugs : tuple of Bug, optional
         The bugs to run (default :data:`benchmarks.real_bugs.BUGS`).
+    controls : bool
+        Also :data:`benchmarks.real_bugs.CONTROLS` (the bugs' code without the bug), rows ``"controls"``.
+    reuse : dict, optional
+        A previous result whose kernel rows (``impls``) and their meta are kept: only the bugs and
+        controls run again.
     """
     from benchmarks import real_bugs, real_impls
 
     t0 = time.perf_counter()
     stds = real_impls.default_standards(ops)
-    impls = real_impls.run(stds, list(kernels), quick=quick, methods=True,
-                           max_cases=max_cases, progress=progress)
-    t1 = time.perf_counter()
-    if inductor:  # compiles once per op, shape and dtype: first shape and seed only
-        impls += real_impls.run(stds, ["inductor"], quick=True, methods=True, max_cases=max_cases, progress=progress)
-    t2 = time.perf_counter()
+    if reuse is None:
+        impls = real_impls.run(stds, list(kernels), quick=quick, methods=True,
+                               max_cases=max_cases, progress=progress)
+        t1 = time.perf_counter()
+        if inductor:  # compiles once per op, shape and dtype: first shape and seed only
+            impls += real_impls.run(stds, ["inductor"], quick=True, methods=True, max_cases=max_cases,
+                                    progress=progress)
+        t2 = time.perf_counter()
+        kmeta = {"kernels": round(t1 - t0, 1), "inductor": round(t2 - t1, 1)}
+    else:
+        impls, kmeta = reuse["impls"], {k: reuse["meta"]["seconds"][k] for k in ("kernels", "inductor")}
+        t2 = time.perf_counter()
     bug_rows = real_bugs.run(ops, quick=quick, max_cases=max_cases, progress=progress,
                              bugs=real_bugs.BUGS if bugs is None else bugs)
     t3 = time.perf_counter()
+    control_rows = real_bugs.run(ops, quick=quick, max_cases=max_cases, progress=progress,
+                                 bugs=real_bugs.CONTROLS) if controls else []
+    t4 = time.perf_counter()
     meta: dict[str, Any] = {"quick": quick, "inductor": inductor, "standards": [s.key for s in stds],
-                            "seconds": {"kernels": round(t1 - t0, 1), "inductor": round(t2 - t1, 1),
-                                        "bugs": round(t3 - t2, 1)}}
+                            "seconds": {**kmeta, "bugs": round(t3 - t2, 1), "controls": round(t4 - t3, 1)}}
+    if reuse is not None:
+        meta["kernels_from"] = reuse["meta"].get("kernels_from") or reuse["meta"].get("run", "an earlier run")
     try:
         import jax
         import torch
@@ -76,7 +91,7 @@ def run(*, quick: bool = False, inductor: bool = True, ops: list[str] | None = N
         meta["versions"] = {"torch": torch.__version__, "jax": jax.__version__}
     except Exception:  # pragma: no cover - both are installed where this part runs
         pass
-    return {"meta": meta, "impls": impls, "bugs": bug_rows}
+    return {"meta": meta, "impls": impls, "bugs": bug_rows, "controls": control_rows}
 
 
 def _judged(rows: list[dict]) -> list[dict]:
@@ -222,17 +237,41 @@ def side_by_side_table(impls: list[dict], bugs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _case(r: dict) -> str:
+    return f"`{r['case']}` {_short(r['format'])}"
+
+
+def controls_table(rows: list[dict]) -> str:
+    """Per control (a bug's code without the bug): cases, rejected, worst max|e|/B, rejected cases."""
+    g: dict[str, list] = defaultdict(list)
+    for r in _judged(rows):
+        g[r["bug"]].append(r)
+    lines = ["| control | formats | cases | rejected | worst max\\|e\\|/B | rejected cases |", "|---|---|---:|---:|---:|---|"]
+    for name, rs in sorted(g.items()):
+        bad = [r for r in rs if not r["passed"]]
+        lines.append(f"| {name} | {', '.join(sorted({_short(r['format']) for r in rs}))} | {len(rs)} | {len(bad)} | "
+                     f"{max(r['normalized_max'] for r in rs):.3g} | "
+                     f"{', '.join(_case(r) for r in bad) or 'none'} |")
+    return "\n".join(lines)
+
+
 def markdown(result: dict, *, date: str = "", commit: str = "", command: str = "") -> dict[str, str]:
     """The generated blocks of docs/benchmarks.md section 1b."""
     from benchmarks.real_bugs import summary as bug_summary
 
     m = result["meta"]
     v = m.get("versions", {})
-    head = (f"Run {date}, commit `{commit}`, `{command}`: torch {v.get('torch', '?')}, jax {v.get('jax', '?')}; "
-            f"kernels {m['seconds']['kernels']} s, inductor {m['seconds']['inductor']} s "
-            f"({'first shape and seed of each suite' if m['inductor'] else 'skipped'}), bugs {m['seconds']['bugs']} s"
+    run_id = f"{date}, commit `{commit}`, `{command}`"
+    m.setdefault("run", run_id)
+    kernels = (f"kernels {m['seconds']['kernels']} s, inductor {m['seconds']['inductor']} s "
+               f"({'first shape and seed of each suite' if m['inductor'] else 'skipped'})")
+    if m.get("kernels_from"):
+        kernels = f"kernel rows kept from the run of {m['kernels_from']} ({kernels})"
+    head = (f"Run {run_id}: torch {v.get('torch', '?')}, jax {v.get('jax', '?')}; {kernels}; "
+            f"bugs {m['seconds']['bugs']} s, controls {m['seconds'].get('controls', 0)} s"
             f"{' (--quick: first shape and seed only)' if m['quick'] else ''}; {len(m['standards'])} default standards.")
     return {
+        "real-controls": controls_table(result.get("controls", [])),
         "real-meta": head,
         "real-impls": impls_table(result["impls"]),
         "real-false-rejects": false_reject_table(result["impls"]),

@@ -115,14 +115,30 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
 
 
 # ------------------------------------------------------------------------------------- tables
-def run_real(quick: bool, inductor: bool, prefix: str, date: str, command: str) -> dict[str, str]:
+def _load_real(path: Path) -> dict:
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def run_real(quick: bool, inductor: bool, prefix: str, date: str, command: str,
+             reuse_kernels: bool = False) -> dict[str, str]:
     """The real-implementations part (benchmarks/real_part.py): results to ``{prefix}real.json.gz``, and
-    the generated blocks of docs/benchmarks.md section 1b."""
+    the generated blocks of docs/benchmarks.md section 1b.  With ``reuse_kernels`` (``--skip
+    real-kernels``) the kernel rows of the last run are kept and only the bugs and controls run."""
     from benchmarks import real_part
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    result = real_part.run(quick=quick, inductor=inductor, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    reuse = None
+    if reuse_kernels:
+        reuse = _load_real(RESULTS / f"{prefix}real.json.gz")
+        if "run" not in reuse["meta"]:  # results written before the meta recorded its run
+            head = reuse.get("markdown", {}).get("real-meta", "")
+            reuse["meta"]["run"] = head[len("Run "):head.index("`:") + 1] if head.startswith("Run ") else "an earlier run"
+    result = real_part.run(quick=quick, inductor=inductor, reuse=reuse,
+                           progress=lambda m: print(m, file=sys.stderr, flush=True))
     md = real_part.markdown(result, date=date, commit=commit, command=command)
     result["markdown"] = md
     import gzip
@@ -323,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-docs", action="store_true", help="with --quick: still write docs and README")
     p.add_argument("--jobs", type=int, default=None, help="discrimination worker processes")
     p.add_argument("--skip", default="", help="comma-separated parts to skip: discrimination, real, inductor "
-                   "(the torch.compile kernels of the real part), perf")
+                   "(the torch.compile kernels of the real part), real-kernels (keep the last run's kernel rows, "
+                   "rerun the real part's bugs and controls), perf")
     p.add_argument("--perf", default="", help="comma-separated speed benchmarks to run (default all)")
     args = p.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
@@ -356,12 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         md = json.loads((RESULTS / f"{prefix}discrimination.json").read_text(encoding="utf-8")).get("markdown")
     if "real" not in skip:
         command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        blocks.update(run_real(args.quick, "inductor" not in skip, prefix, date, command.strip()))
+        blocks.update(run_real(args.quick, "inductor" not in skip, prefix, date, command.strip(),
+                               reuse_kernels="real-kernels" in skip))
     elif (RESULTS / f"{prefix}real.json.gz").is_file():  # reuse the last run's tables
-        import gzip
-
-        with gzip.open(RESULTS / f"{prefix}real.json.gz", "rt", encoding="utf-8") as fh:
-            blocks.update(json.load(fh).get("markdown", {}))
+        blocks.update(_load_real(RESULTS / f"{prefix}real.json.gz").get("markdown", {}))
     perf: dict[str, dict] = {}
     rows: list[dict] = []
     if "perf" in skip and (RESULTS / f"{prefix}perf.json").is_file():

@@ -261,6 +261,8 @@ def test_real_part_smoke_one_op_one_case():
 
     planted = tuple(b for b in real_bugs.BUGS if b.name == "softmax_wrong_axis")
     res = real_part.run(ops=["softmax"], max_cases=1, inductor=False, kernels=("torch1", "rounded64"), bugs=planted)
+    # the control (max-subtracted softmax written out, fp32 inside) passes on the same cases
+    assert [r["passed"] for r in res["controls"]] == [True] * 3
     fmts = {r["format"] for r in res["impls"]}
     assert fmts == {"float32", "bfloat16", "float16"}
     assert len(res["impls"]) == 2 * 3 and len(res["bugs"]) == 3
@@ -270,7 +272,8 @@ def test_real_part_smoke_one_op_one_case():
                for r in res["impls"] + res["bugs"])
     md = real_part.markdown(res, date="d", commit="c", command="cmd")
     assert set(md) == {"real-meta", "real-impls", "real-false-rejects", "real-sweep", "real-bugs",
-                       "real-bugs-detail", "real-side-by-side"}
+                       "real-bugs-detail", "real-side-by-side", "real-controls"}
+    assert md["real-controls"].splitlines()[2].startswith("| softmax_composed | bf16, fp16, fp32 | 3 | 0 |")
     sbs = md["real-side-by-side"].splitlines()
     assert len(sbs) == 2 + 5 and sbs[2].startswith("| numstd.check")
     assert "| 3 / 3 (100.0 %) |" in sbs[2]                         # the planted bug: 3 of 3 observable cases
