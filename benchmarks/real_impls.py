@@ -8,13 +8,14 @@ for jax's 16-bit outputs also ``accumulate=<16-bit format>``, the declared 16-bi
 
 Usage::
 
-    python benchmarks/real_impls.py [--ops softmax,sum] [--backends torch1,torch2,jax,inductor]
+    python benchmarks/real_impls.py [--ops softmax,sum] [--backends torch1,torch2,jax,inductor,rounded64] [--methods]
                                     [--quick] [--out benchmarks/results/real_impls.json]
 
 Output: a JSON file with one row per (backend, op, input format, case, policy) — pass, max
 |error|/bound, failed criteria, the standard used — and a markdown summary on stdout (failing cases
-per op and backend, worst normalized error).  A number in docs/benchmarks.md about real kernels
-comes from this script.
+per op and backend, worst normalized error).  ``benchmarks/run.py`` (part ``real``,
+``benchmarks/real_part.py``) runs it with ``--methods`` beside the real-torch bugs and writes
+docs/benchmarks.md section 1b; a number there about real kernels comes from that run.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 __all__ = ["default_standards", "kernels", "judge", "run", "summary", "known_defects", "main"]
 
 DEFECTS = ROOT / "reference_data" / "evidence" / "known_library_defects.toml"
-_LIBRARY = {"torch1": "torch", "torch2": "torch", "inductor": "torch", "jax": "jax / XLA CPU"}
+_LIBRARY = {"torch1": "torch", "torch2": "torch", "inductor": "torch", "jax": "jax / XLA CPU",
+            "rounded64": "numstd reference"}
 
 
 def known_defects() -> dict[tuple[str, str, str], str]:
@@ -77,10 +79,11 @@ def _inductor(op: str) -> Callable[[list, dict], np.ndarray]:
     import torch
     import torch.nn.functional as F
 
-    from numstd.backends.torch_backend import _table, to_torch
     from numstd.arrays import to_numpy
+    from numstd.backends.base import framework_call
+    from numstd.backends.torch_backend import _table, to_torch
 
-    fn = _table(torch, F)[op]
+    fn = _table(torch, F).get(op) or framework_call(op, "torch")
     cache: dict = {}
 
     def run(arrays: list, params: dict) -> np.ndarray:
@@ -95,7 +98,9 @@ def _inductor(op: str) -> Callable[[list, dict], np.ndarray]:
 
 
 def kernels(names: Iterable[str]) -> dict[str, Callable[[str, list, dict], np.ndarray]]:
-    """Kernels by label: ``torch1``/``torch2`` (torch CPU with 1/2 threads), ``inductor``, ``jax``."""
+    """Kernels by label: ``torch1``/``torch2`` (torch CPU with 1/2 threads), ``inductor``, ``jax``, and
+    ``rounded64``: the float64 reference (the exact op on the exact inputs) rounded once to the
+    input format, the output an ideal kernel returns (the KernelBench-layout sweep)."""
     from numstd import backends
     from numstd.ops import validate
 
@@ -118,6 +123,13 @@ def kernels(names: Iterable[str]) -> dict[str, Callable[[str, list, dict], np.nd
             be = backends.get("jax:cpu")
             if be.available()[0]:
                 out[name] = lambda op, inputs, params, be=be: be.run(op, inputs, **params)
+        elif name == "rounded64":
+            def r(op: str, inputs: list, params: dict) -> np.ndarray:
+                from benchmarks.side_by_side import expected_for, truth
+
+                return expected_for(truth(op, list(inputs), dict(params)), np.asarray(inputs[0]).dtype.name)
+
+            out[name] = r
         elif name == "inductor":
             compiled: dict = {}
 
@@ -132,7 +144,7 @@ def kernels(names: Iterable[str]) -> dict[str, Callable[[str, list, dict], np.nd
 
             out[name] = g
         else:
-            raise SystemExit(f"unknown backend label {name!r}; use torch1, torch2, inductor, jax")
+            raise SystemExit(f"unknown backend label {name!r}; use torch1, torch2, inductor, jax, rounded64")
     return out
 
 
@@ -152,16 +164,24 @@ def judge(actual: np.ndarray, case: Any, accumulate: str | None = None) -> dict:
             "ulp_max": float(v.ulp.max), "mean_signed": float(v.ulp.mean_signed), "failed": failed}
 
 
-def run(stds: list, labels: Iterable[str], *, quick: bool = False,
-        progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Every kernel on every case of every standard; one row per (kernel, case, policy)."""
+def run(stds: list, labels: Iterable[str], *, quick: bool = False, methods: bool = False,
+        max_cases: int | None = None, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Every kernel on every case of every standard; one row per (kernel, case, policy).
+
+    With ``methods``, each default-policy row also holds ``methods``: the pass/fail of every
+    fixed-tolerance check of :mod:`benchmarks.side_by_side` on the same output (against the float64
+    reference rounded to the output format).  ``max_cases`` keeps the first cases of each suite.
+    """
     from numstd.suites import cases_for
+
+    from benchmarks.side_by_side import expected_for, judge_all, truth
 
     ks = kernels(labels)
     defects = known_defects()
     rows: list[dict] = []
     for std in stds:
-        cases = cases_for(std, quick=quick)
+        cases = cases_for(std, quick=quick)[:max_cases]
+        expect: dict[str, np.ndarray] = {}
         for label, k in ks.items():
             t0 = time.perf_counter()
             for case in cases:
@@ -173,7 +193,17 @@ def run(stds: list, labels: Iterable[str], *, quick: bool = False,
                                  "error": f"kernel raised {type(exc).__name__}: {str(exc)[:160]}"})
                     continue
                 defect = defects.get((_LIBRARY[label], base["format"], case.id))
-                rows.append({**base, "policy": "default", "defect": defect, **judge(out, case)})
+                row = {**base, "policy": "default", "defect": defect, **judge(out, case)}
+                if row["passed"] is not None and (methods or not row["passed"]):
+                    if case.id not in expect:
+                        expect[case.id] = expected_for(truth(case.op, list(case.inputs), dict(case.params)),
+                                                       std.output.name)
+                    e = expect[case.id]
+                    if methods:
+                        row["methods"] = judge_all(out, e, std.output.name)
+                    if not row["passed"] and np.shape(out) == e.shape:  # zeros where the rounded truth is not
+                        row["flushed"] = int(((np.asarray(out, np.float64) == 0) & (np.asarray(e, np.float64) != 0)).sum())
+                rows.append(row)
                 if label == "jax" and std.inputs[0].name != "float32":
                     rows.append({**base, "policy": "accumulate16", "defect": defect,
                                  **judge(out, case, std.inputs[0].name)})
@@ -210,15 +240,17 @@ def summary(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", default="", help="comma-separated ops (default: every catalog op but module)")
-    ap.add_argument("--backends", default="torch1,torch2,jax", help="torch1,torch2,inductor,jax")
+    ap.add_argument("--backends", default="torch1,torch2,jax", help="torch1,torch2,inductor,jax,rounded64")
     ap.add_argument("--quick", action="store_true", help="first shape and seed of each suite only")
+    ap.add_argument("--methods", action="store_true", help="also judge by the fixed-tolerance checks "
+                    "(benchmarks/side_by_side.py)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_impls.json"))
     a = ap.parse_args(argv)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     ops = [o for o in a.ops.split(",") if o] or None
     stds = default_standards(ops)
     t0 = time.perf_counter()
-    rows = run(stds, a.backends.split(","), quick=a.quick, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    rows = run(stds, a.backends.split(","), quick=a.quick, methods=a.methods, progress=lambda m: print(m, file=sys.stderr, flush=True))
     meta = {"seconds": round(time.perf_counter() - t0, 1), "standards": [s.key for s in stds],
             "backends": a.backends, "quick": a.quick}
     try:

@@ -8,13 +8,19 @@
 1. **Discrimination** (``benchmarks/discrimination/``): every corpus variant on the suite cases
    (seed 101) of every default standard, judged by numstd and by the fixed tolerances of
    torch.testing, numpy, KernelBench, JAX, NKIBench and nki-samples.
+1b. **Real implementations** (``benchmarks/real_part.py``; skip with ``--skip real``): the library
+   kernels (torch CPU 1 and 2 threads, inductor, jax CPU), the float64 reference rounded to the
+   format (the KernelBench-layout sweep) and the real-torch bugs of ``benchmarks/real_bugs.py`` on
+   every suite case of each default standard, judged by numstd and by torch.testing.assert_close,
+   KernelBench's torch.allclose and np.allclose side by side (``--skip inductor`` drops the
+   torch.compile kernels, which compile per shape and take most of the part's time).
 2. **Speed** (``benchmarks/perf/``), each in its own subprocess with ``OPENBLAS_CORETYPE`` and
    ``OPENBLAS_L2_SIZE`` removed from the environment (they force an old BLAS kernel on this
    machine; the kernel threadpoolctl reports is recorded): ``check`` against allclose-style
    checks, a bf16 matmul ``check`` against one float64 matmul, ``check``'s peak extra memory, the
    exhaustive bf16 survey, ``calibrate --quick`` and ``grade``.
 
-Results: ``benchmarks/results/{machine,discrimination,perf}.json``; the tables go into the generated
+Results: ``benchmarks/results/{machine,discrimination,perf}.json`` and ``real.json.gz``; the tables go into the generated
 blocks of ``docs/benchmarks.md`` and into the README's "Benchmarks" section (the last section).
 Exit status 0 even when a speed target is missed (the tables say so); 2 when a benchmark crashed.
 """
@@ -109,6 +115,40 @@ def run_perf(quick: bool, only: set[str] | None = None) -> dict[str, dict]:
 
 
 # ------------------------------------------------------------------------------------- tables
+def _load_real(path: Path) -> dict:
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def run_real(quick: bool, inductor: bool, prefix: str, date: str, command: str,
+             reuse_kernels: bool = False) -> dict[str, str]:
+    """The real-implementations part (benchmarks/real_part.py): results to ``{prefix}real.json.gz``, and
+    the generated blocks of docs/benchmarks.md section 1b.  With ``reuse_kernels`` (``--skip
+    real-kernels``) the kernel rows of the last run are kept and only the bugs and controls run."""
+    from benchmarks import real_part
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    reuse = None
+    if reuse_kernels:
+        reuse = _load_real(RESULTS / f"{prefix}real.json.gz")
+        if "run" not in reuse["meta"]:  # results written before the meta recorded its run
+            head = reuse.get("markdown", {}).get("real-meta", "")
+            reuse["meta"]["run"] = head[len("Run "):head.index("`:") + 1] if head.startswith("Run ") else "an earlier run"
+    result = real_part.run(quick=quick, inductor=inductor, reuse=reuse,
+                           progress=lambda m: print(m, file=sys.stderr, flush=True))
+    md = real_part.markdown(result, date=date, commit=commit, command=command)
+    result["markdown"] = md
+    import gzip
+
+    with gzip.open(RESULTS / f"{prefix}real.json.gz", "wt", encoding="utf-8") as fh:  # ~15k rows: 5 MB plain
+        json.dump(result, fh, separators=(",", ":"), default=float)
+    print(md["real-side-by-side"], md["real-impls"], sep="\n\n")
+    return md
+
+
 def _ok(flag: bool | None) -> str:
     return "–" if flag is None else ("✅ met" if flag else "❌ missed")
 
@@ -298,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smaller sizes; results to benchmarks/results/quick-*.json")
     p.add_argument("--write-docs", action="store_true", help="with --quick: still write docs and README")
     p.add_argument("--jobs", type=int, default=None, help="discrimination worker processes")
-    p.add_argument("--skip", default="", help="comma-separated parts to skip: discrimination, perf")
+    p.add_argument("--skip", default="", help="comma-separated parts to skip: discrimination, real, inductor "
+                   "(the torch.compile kernels of the real part), real-kernels (keep the last run's kernel rows, "
+                   "rerun the real part's bugs and controls), perf")
     p.add_argument("--perf", default="", help="comma-separated speed benchmarks to run (default all)")
     args = p.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
@@ -329,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
                        "discrimination-findings": md["findings"]})
     elif (RESULTS / f"{prefix}discrimination.json").is_file():  # reuse the last run's tables
         md = json.loads((RESULTS / f"{prefix}discrimination.json").read_text(encoding="utf-8")).get("markdown")
+    if "real" not in skip:
+        command = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        blocks.update(run_real(args.quick, "inductor" not in skip, prefix, date, command.strip(),
+                               reuse_kernels="real-kernels" in skip))
+    elif (RESULTS / f"{prefix}real.json.gz").is_file():  # reuse the last run's tables
+        blocks.update(_load_real(RESULTS / f"{prefix}real.json.gz").get("markdown", {}))
     perf: dict[str, dict] = {}
     rows: list[dict] = []
     if "perf" in skip and (RESULTS / f"{prefix}perf.json").is_file():
@@ -347,8 +395,10 @@ def main(argv: list[str] | None = None) -> int:
         print(perf_table(rows))
     if rows:
         blocks.update({"perf": perf_table(rows), "perf-profiles": profile_notes(rows)})
-    blocks["machine"] = machine_block(mach, perf) + f"\n- Run: {date}, `python benchmarks/run.py" \
-        + (" --quick" if args.quick else "") + "`"
+    reran = not {"discrimination", "perf"} <= skip  # a run of the real part alone keeps machine and README
+    if reran:
+        blocks["machine"] = machine_block(mach, perf) + f"\n- Run: {date}, `python benchmarks/run.py" \
+            + (" --quick" if args.quick else "") + "`"
     if args.quick and not args.write_docs:
         print(f"quick run: results in {RESULTS}/quick-*.json (docs not written; add --write-docs)", file=sys.stderr)
         return 2 if crashed else 0
@@ -356,9 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, body in blocks.items():
         text = replace_block(text, name, body)
     DOC.write_text(text, encoding="utf-8")
-    if md is not None and rows:
+    if md is not None and rows and reran:
         write_readme(readme_section(md["headline"], rows, md["summary"], date))
-    print(f"wrote {DOC.relative_to(ROOT)} and the README's {README_HEADING!r} section", file=sys.stderr)
+    print(f"wrote {DOC.relative_to(ROOT)}" + (f" and the README's {README_HEADING!r} section" if reran else ""),
+          file=sys.stderr)
     return 2 if crashed else 0
 
 

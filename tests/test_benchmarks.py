@@ -215,3 +215,68 @@ def test_run_py_blocks_and_rows():
     table = run.perf_table(rows).splitlines()
     assert table[0].endswith("| other load | 2 cores | cross-core |")
     assert table[2].endswith("| – | – |") and table[3].endswith("| 0.83 | 1.1 / 2.3 |")  # memory crashed; survey probed
+
+
+# ----------------------------------------------------------------------- real part (issue 17, Measure)
+def test_fast_rsqrt_matches_the_known_error_of_the_bit_trick():
+    """Independent truth: 0x5f3759df with one Newton step has max relative error ≈ 1.752e-3 (Lomont,
+    "Fast inverse square root", 2003); with two steps ≈ 4.7e-6. Measured over a dense grid of one
+    binade pair (the error is periodic in the exponent pair)."""
+    torch = pytest.importorskip("torch")
+    from benchmarks.real_bugs import fast_rsqrt
+
+    x = torch.linspace(1.0, 4.0, 200001, dtype=torch.float32)
+    exact = 1.0 / np.sqrt(x.double().numpy())
+    rel1 = np.abs(fast_rsqrt(x, 1).double().numpy() / exact - 1).max()
+    rel2 = np.abs(fast_rsqrt(x, 2).double().numpy() / exact - 1).max()
+    assert 1.70e-3 < rel1 < 1.76e-3
+    assert 4.0e-6 < rel2 < 5.5e-6
+
+
+def test_side_by_side_tolerances_are_kernelbench_and_torch_defaults():
+    """KernelBench eval.py: torch.allclose(ref, new, atol=tol, rtol=tol), tol 1e-4 fp32 / 1e-2 16-bit;
+    the relative part scales with the candidate (torch.allclose's second argument)."""
+    pytest.importorskip("torch")
+    from benchmarks.side_by_side import KERNELBENCH_TOL, judge_all
+
+    assert KERNELBENCH_TOL == {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+    # reference 0, candidate c = 1.00005e-4: c <= 1e-4 + 1e-4·c holds (rtol on the candidate), while
+    # c <= 1e-4 + 1e-4·0 (rtol on the reference, as np.isclose) would not
+    z = np.zeros(2, dtype=np.float32)
+    assert judge_all(np.array([0.0, 1.00005e-4], dtype=np.float32), z, "float32")["kernelbench"] is True
+    assert judge_all(np.array([0.0, 1.0002e-4], dtype=np.float32), z, "float32")["kernelbench"] is False
+    e = np.array([1.0, 100.0], dtype=np.float32)
+    worse = np.array([1.0, 100.03], dtype=np.float32)
+    got = judge_all(worse, e, "float32")
+    assert got["kernelbench"] is False and got["kernelbench_v01"] is True and got["np_allclose"] is False
+    assert judge_all(np.zeros(3, np.float32), e, "float32") == {k: False for k in got}  # wrong shape
+
+
+@pytest.mark.torch
+def test_real_part_smoke_one_op_one_case():
+    """One op (softmax), one case per format: the tables have their structure, the rounded float64
+    reference passes, and a planted bug (softmax over the wrong axis) is observable and detected."""
+    pytest.importorskip("torch")
+    from benchmarks import real_bugs, real_part
+
+    planted = tuple(b for b in real_bugs.BUGS if b.name == "softmax_wrong_axis")
+    res = real_part.run(ops=["softmax"], max_cases=1, inductor=False, kernels=("torch1", "rounded64"), bugs=planted)
+    # the control (max-subtracted softmax written out, fp32 inside) passes on the same cases
+    assert [r["passed"] for r in res["controls"]] == [True] * 3
+    fmts = {r["format"] for r in res["impls"]}
+    assert fmts == {"float32", "bfloat16", "float16"}
+    assert len(res["impls"]) == 2 * 3 and len(res["bugs"]) == 3
+    assert all(r["passed"] for r in res["impls"] if r["backend"] == "rounded64")
+    assert all(r["observable"] and r["passed"] is False for r in res["bugs"])
+    assert all(set(r["methods"]) == {"assert_close", "kernelbench", "kernelbench_v01", "np_allclose"}
+               for r in res["impls"] + res["bugs"])
+    md = real_part.markdown(res, date="d", commit="c", command="cmd")
+    assert set(md) == {"real-meta", "real-impls", "real-false-rejects", "real-sweep", "real-bugs",
+                       "real-bugs-detail", "real-side-by-side", "real-controls"}
+    assert md["real-controls"].splitlines()[2].startswith("| softmax_composed | bf16, fp16, fp32 | 3 | 0 |")
+    sbs = md["real-side-by-side"].splitlines()
+    assert len(sbs) == 2 + 5 and sbs[2].startswith("| numstd.check")
+    assert "| 3 / 3 (100.0 %) |" in sbs[2]                         # the planted bug: 3 of 3 observable cases
+    sweep = md["real-sweep"].splitlines()
+    assert sweep[2].startswith("| float64 reference rounded") and sweep[2].endswith("| 3 | 3 | 0 | none |")
+    assert md["real-bugs"].splitlines()[-1].startswith("| **all** | 1 | 3 | 3 | 3 / 3 |")
