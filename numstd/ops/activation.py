@@ -130,6 +130,14 @@ def _hardswish(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
     return v, 3 * U * np.abs(v) + _TINY, cond
 
 
+def _hardswish_spill(x: np.ndarray, p: Mapping[str, Any]) -> np.ndarray:
+    """The largest intermediate of ``x·clamp(x + 3, 0, 6)`` before the division by 6 (or the
+    multiplication by ``1/6``): ``6|x|`` for ``x ≥ 3``, ``|x (x + 3)| ≤ 18`` inside, 0 below −3.
+    torch forms it (``F.hardswish(tensor(5.7e37))`` is ``inf`` in float32), so it overflows float32
+    for ``x ≥ 5.67e37`` where the exact result is ``x``."""
+    return np.where(x >= 3.0, 6.0 * np.abs(x), np.where(x > -3.0, np.abs(x * (x + 3.0)), 0.0))
+
+
 def _softsign(x: np.ndarray, p: Mapping[str, Any]) -> tuple:
     d = 1.0 + np.abs(x)
     v = x / d
@@ -439,7 +447,7 @@ ENTRIES: tuple[OpInfo, ...] = (
          )),
     _act("hardswish", "y = x * min(max(x + 3, 0), 6) / 6 (torch.nn.functional.hardswish)", _hardswish,
          _hardswish_math, torch="torch.nn.functional.hardswish", jax="jax.nn.hard_swish",
-         constants={"inv6": lambda p: 1.0 / 6.0},
+         constants={"inv6": lambda p: 1.0 / 6.0}, spill=_hardswish_spill,
          variants=(
              ("hardsigmoid-instead", "formula-error", False, "hardsigmoid returned for hardswish (factor x "
               "dropped)", _hardswish_no_x),

@@ -133,6 +133,12 @@ class OpInfo:
         that name (falling back to the exact value), so the reference can be evaluated with the
         constants rounded; standards whose criteria set ``rounded_constants`` allow the systematic
         error this causes (:func:`numstd.judge.criteria.constant_shifts`).
+    spill : callable, optional
+        Elementwise ops: ``spill(x, params) -> spillmag``, a bound on the magnitude of every
+        intermediate that a legitimate evaluation of the formula forms (hardswish: ``x·(x + 3)``
+        clamped, up to ``6|x|``).  The reference passes it as the aux term ``spillmag``; standards
+        whose criteria set ``intermediate_overflow`` allow non-finite outputs where it reaches the
+        accumulate format's overflow threshold (:func:`numstd.judge.criteria.spill_mask`).
     """
 
     name: str
@@ -154,6 +160,7 @@ class OpInfo:
     math: Callable[..., np.ndarray] | None = None
     variants: tuple = ()
     constants: Mapping[str, Callable[[Mapping[str, Any]], float] | None] = field(default_factory=dict)
+    spill: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray] | None = None
 
     @property
     def n_required(self) -> int:

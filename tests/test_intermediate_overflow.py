@@ -1,4 +1,4 @@
-"""Attention rows whose scores overflow the accumulate format follow the specials policy (@3).
+"""Intermediate overflow (criterion `intermediate_overflow`): attention @3 rows whose scores overflow, hardswish x·6.
 
 Where ``max(1, |scale|)·max_j Σ_e |q_e||k_je|`` (``spillmag``) reaches fp32's overflow threshold,
 a kernel that forms ``q·kᵀ`` in fp32 gets ±inf/NaN scores and a NaN row: ``NS-ATTENTION-*@3``
@@ -118,3 +118,36 @@ def test_torch_math_sdpa_nan_rows_pass_at_3():
     assert np.isnan(out[0, 1, 2]).all() and np.isfinite(np.delete(out.reshape(-1, 16), 8 + 2, 0)).all()
     assert numstd.check(out, op="attention", inputs=[q, k, v]).passed
     assert not numstd.check(out, op="attention", inputs=[q, k, v], standard="NS-ATTENTION-FP32@2").passed
+
+
+# --- hardswish: x·clamp(x + 3, 0, 6) overflows float32 for x ≥ 5.67e37 (NS-HARDSWISH-FP32@3, -BF16@2) ---
+
+def test_hardswish_spillmag_is_the_largest_intermediate_by_hand():
+    x = np.array([-5.0, -3.0, -1.5, 0.0, 2.0, 3.0, 1e38], np.float32)
+    r = reference("hardswish", [x])
+    by_hand = [0.0, 0.0, 2.25, 0.0, 10.0, 18.0, 6.0 * float(np.float32(1e38))]  # |x (x+3)| inside, 6x above 3
+    assert r.aux["spillmag"].tolist() == pytest.approx(by_hand, rel=1e-15)
+
+
+def test_hardswish_inf_where_x_times_6_overflows_passes_and_elsewhere_fails():
+    x = np.array([1.0, -2.0, 5.0e37, 5.7e37, 3.0e38], np.float32)
+    exact = x.astype(np.float64) * np.clip(x.astype(np.float64) + 3, 0, 6) / 6
+    out = exact.astype(np.float32)
+    out[3:] = np.inf  # 6·5.7e37 = 3.42e38 ≥ fp32's overflow threshold; 6·5e37 = 3.0e38 is not
+    v = numstd.check(out, op="hardswish", inputs=[x])
+    assert v.standard_id == "NS-HARDSWISH-FP32@3" and v.passed, v.snippet()
+    assert not numstd.check(out, op="hardswish", inputs=[x], standard="NS-HARDSWISH-FP32@2").passed
+    out[2] = np.inf  # 6·5e37 is finite in fp32: no legitimate kernel overflows there
+    assert not numstd.check(out, op="hardswish", inputs=[x]).passed
+
+
+def test_torch_hardswish_overflow_passes_the_new_versions():
+    torch = pytest.importorskip("torch")
+    x = np.array([5.6e37, 5.7e37, 1e38, -1e38, 2.5, -2.5], np.float32)
+    out = torch.nn.functional.hardswish(torch.from_numpy(x)).numpy()
+    assert np.isinf(out[1]) and np.isfinite(out[0])  # torch forms x·6 before dividing
+    assert numstd.check(out, op="hardswish", inputs=[x]).passed
+    xb = x.astype(ml_dtypes.bfloat16)
+    outb = torch.nn.functional.hardswish(torch.from_numpy(x).to(torch.bfloat16)).float().numpy().astype(ml_dtypes.bfloat16)
+    vb = numstd.check(outb, op="hardswish", inputs=[xb])
+    assert vb.standard_id == "NS-HARDSWISH-BF16@2" and vb.passed, vb.snippet()
