@@ -22,7 +22,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.arrays import to_numpy
-from .chunks import default_chunk, plan, prefetch
+from .chunks import chunk_params, default_chunk, plan, prefetch
 from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from ..core.distribution import UlpDistribution
 from ..core.errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
@@ -137,7 +137,8 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
 
     def prepare(ch: Any) -> tuple:
-        ref = validated_reference(spec.name, ch.inputs, ref_params, resolution=std.output, row_offset=ch.row_offset, cache=cache)
+        ref = validated_reference(spec.name, ch.inputs, chunk_params(ref_params, ch), resolution=std.output,
+                                  row_offset=ch.row_offset, cache=cache, piece=ch.piece)
         return ch, ref, environment(ref, fmts)
 
     def pieces_of(prepared: tuple) -> tuple:  # the model's terms: on the worker, or beside the judge
