@@ -424,3 +424,60 @@ def test_sum_verdict_is_the_same_for_every_chunk_size_and_block():
     out = np.sum(x, axis=1, dtype=np.float32)
     verdicts = {numstd.check(out, op="sum", inputs=[x], axis=1, chunk_size=c).to_json() for c in (1, 3, 1 << 16)}
     assert len(verdicts) == 1 and numstd.check(out, op="sum", inputs=[x], axis=1).passed
+
+
+def _softmax_outputs(op: str, x: np.ndarray, axis: int) -> dict:
+    """A real library kernel's output (torch, float32) and two wrong ones: a 0.2 % scale error on the
+    first row, and a NaN in the middle of the last row."""
+    torch = pytest.importorskip("torch")
+    fn = torch.nn.functional.softmax if op == "softmax" else torch.nn.functional.log_softmax
+    good = fn(torch.from_numpy(x), dim=axis).numpy()
+    first, last = (0,) * (x.ndim - 1), (-1,) * (x.ndim - 1)
+    scaled = good.copy()
+    np.moveaxis(scaled, axis, -1)[first] *= np.float32(1.002)
+    nan = good.copy()
+    np.moveaxis(nan, axis, -1)[last][x.shape[axis] // 2] = np.nan
+    return {"torch": good, "scaled": scaled, "nan": nan}
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_verdict_is_the_same_for_every_chunk_size_on_rows_longer_than_the_chunk(op):
+    # a row of 70,000 > SOFTMAX_BLOCK = 2^16: its statistics come from fixed blocks, and every chunk
+    # size below 2^22 cuts it into pieces (7: 10,000 pieces, ~2 s: the library kernel's output only;
+    # the next test cuts wrong outputs into pieces of 7 too); 2^22 judges it whole
+    from numstd.reference.softmax import SOFTMAX_BLOCK
+
+    x = (np.random.default_rng(8).standard_normal((1, 70_000)) * 3).astype(np.float32)
+    assert x.shape[1] > SOFTMAX_BLOCK
+    for name, out in _softmax_outputs(op, x, 1).items():
+        sizes = (7, 4096, 1 << 16, 1 << 22) if name == "torch" else (4096, 1 << 16, 1 << 22)
+        verdicts = {c: numstd.check(out, op=op, inputs=[x], axis=-1, chunk_size=c) for c in sizes}
+        assert len({v.to_json() for v in verdicts.values()}) == 1, name
+        assert verdicts[4096].passed == (name == "torch"), (name, verdicts[4096].message)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, axis", [((3, 2000), 1), ((2, 900, 3), 1), ((1200, 2), 0)])
+def test_softmax_verdict_is_the_same_for_every_chunk_size_with_many_blocks_per_row(monkeypatch, op, shape, axis):
+    # SOFTMAX_BLOCK lowered to 256: every row has several blocks, pieces start and end anywhere in
+    # them, and the reduced axis may be followed by others (axis 1 of a 3-D input, axis 0)
+    from numstd.reference import softmax as sm
+
+    monkeypatch.setattr(sm, "SOFTMAX_BLOCK", 256)
+    x = (np.random.default_rng(9).standard_normal(shape) * 4).astype(np.float32)
+    np.moveaxis(x, axis, -1)[(0,) * (len(shape) - 1)][:5] = -np.inf  # masked logits
+    for name, out in _softmax_outputs(op, x, axis).items():
+        verdicts = {c: numstd.check(out, op=op, inputs=[x], axis=axis, chunk_size=c) for c in (7, 500, 4096, 1 << 22)}
+        assert len({v.to_json() for v in verdicts.values()}) == 1, name
+        assert verdicts[7].passed == (name == "torch"), (name, verdicts[7].message)
+
+
+def test_chunks_of_a_3d_softmax_that_fix_leading_axes_are_reduced_along_the_right_axis():
+    # chunk_size below a (100, 1000) plane fixes axis 0 in each chunk: the chunk's inputs are 2-D and
+    # the reduced axis is their axis 1 (it raised numpy's AxisError before)
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(10).standard_normal((2, 100, 1000)).astype(np.float32)
+    out = torch.softmax(torch.from_numpy(x), -1).numpy()
+    a = numstd.check(out, op="softmax", inputs=[x], axis=2, chunk_size=1000)
+    assert a.passed, a.message
+    assert a.to_json() == numstd.check(out, op="softmax", inputs=[x], axis=2).to_json()

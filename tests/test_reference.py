@@ -509,6 +509,59 @@ def test_log_softmax_keeps_relative_accuracy_of_tiny_outputs():
     assert abs(r.values[0, 0] - float(exact[0, 0])) <= 8 * 2.0**-53 * abs(float(exact[0, 0]))
 
 
+def _cuts(K: int) -> list[tuple[int, int]]:
+    """Pieces of a row of K elements that start and end inside blocks of any small size."""
+    edges = sorted({0, 1, K // 3, K // 2 + 1, K})
+    return [(a, b) for a, b in zip(edges, edges[1:]) if a < b]
+
+
+@pytest.mark.parametrize("kind", sorted(SOFTMAX_INPUTS))
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_rows_summed_in_blocks_and_cut_in_pieces_are_within_their_bound(op, kind, monkeypatch):
+    # rows longer than SOFTMAX_BLOCK are summed in fixed blocks and check judges long rows in pieces
+    # (RowPiece: each piece's reference from its whole row's statistics).  With the block lowered to
+    # 3 elements every row here has several blocks; each piece must be within its bound of mpmath's
+    # exact softmax of the whole row, and its K the whole row's
+    from numstd.reference import RowPiece, validated_reference
+    from numstd.reference import softmax as sm
+
+    monkeypatch.setattr(sm, "SOFTMAX_BLOCK", 3)
+    x = SOFTMAX_INPUTS[kind](rng(10))
+    K = x.shape[1]
+    with mpmath.workprec(PREC):
+        exact = _mp_softmax_rows(x, op == "log_softmax")
+        blocked = reference(op, [x])  # whole rows, blocked sums
+        assert_bounded(blocked, exact)
+        for i in range(x.shape[0]):
+            for a, b in _cuts(K):
+                r = validated_reference(op, [x[i, a:b]], {"axis": 0}, piece=RowPiece([x[i]], a, b, (i,)))
+                assert_bounded(r, exact[i, a:b])
+                assert float(r.aux["K"]) == K
+
+
+@pytest.mark.parametrize("block", [None, 16])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_piece_of_a_row_has_the_bits_of_the_whole_row(op, block, monkeypatch):
+    # what makes check's verdict independent of its chunk size: a piece's values, bounds and model
+    # terms are those of the same elements of the whole row, bit for bit (block None: rows judged
+    # whole in one pass; 16: rows of several blocks)
+    from numstd.reference import RowPiece, validated_reference
+    from numstd.reference import softmax as sm
+
+    if block is not None:
+        monkeypatch.setattr(sm, "SOFTMAX_BLOCK", block)
+    x = (rng(12).standard_normal((3, 100)) * 5).astype(np.float32)
+    x[1, 7:30] = -np.inf
+    whole = reference(op, [x])
+    for i in range(3):
+        for a, b in _cuts(100) + [(0, 100)]:
+            r = validated_reference(op, [x[i, a:b]], {"axis": 0}, piece=RowPiece([x[i]], a, b, (i,)))
+            np.testing.assert_array_equal(r.values, whole.values[i, a:b])
+            np.testing.assert_array_equal(r.error_bound, whole.error_bound[i, a:b])
+            for k, v in whole.aux.items():
+                np.testing.assert_array_equal(r.aux[k], v[i, a:b] if k == "dev" else (v[i] if v.ndim else v))
+
+
 def test_softmax_other_axis_matches_transpose():
     x = rng(11).standard_normal((5, 3)).astype(np.float32)
     a = reference("softmax", [x], axis=0)
