@@ -16,8 +16,8 @@ Fraction = extra bytes / ``x.nbytes`` (the op's input; the kernel's output, as l
 counted in the denominator).  Target ≤ 0.25 (``check`` works in chunks).  Prints one JSON line.
 
 Reductions: ``--op sum`` / ``mean`` reduce all of ``x`` (output: numpy's float32 result, 0-d);
-``--op softmax`` / ``log_softmax`` take rows of ``2^--log2row`` elements (default 2^20) along the
-last axis.
+``--op softmax`` / ``log_softmax`` / ``cumsum`` take rows of ``2^--log2row`` elements (default
+2^20) along the last axis (cumsum's output: the float64 prefix sums rounded to float32).
 
     python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24] [--log2row 20]
 """
@@ -85,6 +85,10 @@ def main() -> int:
         y = e / e.sum(-1, keepdims=True)
         out = (y if args.op == "softmax" else np.log(y)).astype(np.float32)
         del x64, e, y
+        params = {"axis": -1}
+    elif args.op == "cumsum":
+        x = x.reshape(-1, 1 << args.log2row)
+        out = np.cumsum(x.astype(np.float64), axis=-1).astype(np.float32)
         params = {"axis": -1}
     else:
         out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()

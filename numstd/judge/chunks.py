@@ -8,7 +8,8 @@ every output element along it depends on a matching slice of the inputs (not on 
 it); ops without such an axis are judged in one chunk.
 
 The reduced axis itself is cut where the op's reference can judge a piece of a row from the whole
-row's statistics (:func:`_cuttable_reduced_axis`: softmax, log_softmax): when a row (with the axes
+row's statistics or a scan's carried state (:func:`_cuttable_reduced_axis`: softmax, log_softmax,
+cumsum): when a row (with the axes
 after it) is longer than the chunk, each chunk is a piece of one row along the reduced axis, and
 carries the whole row (:class:`numstd.reference.RowPiece`), whose statistics the reference computes
 in fixed blocks that do not depend on the cut.  The pieces still come in C order.
@@ -62,8 +63,9 @@ def chunk_params(params: dict, ch: Chunk) -> dict:
 
 def _cuttable_reduced_axis(op: str, params: dict) -> int:
     """The reduced axis that chunks may cut too (-1: none): ops whose reference judges a piece of a row
-    from statistics of the whole row that do not depend on the cut (numstd.reference.softmax)."""
-    if op in ("softmax", "log_softmax"):
+    from statistics of the whole row that do not depend on the cut (numstd.reference.softmax) or
+    from the carried state of the scan before the piece (cumsum, numstd.reference.reduction)."""
+    if op in ("softmax", "log_softmax", "cumsum"):
         return params["axis"]
     return -1
 
