@@ -481,3 +481,32 @@ def test_chunks_of_a_3d_softmax_that_fix_leading_axes_are_reduced_along_the_righ
     a = numstd.check(out, op="softmax", inputs=[x], axis=2, chunk_size=1000)
     assert a.passed, a.message
     assert a.to_json() == numstd.check(out, op="softmax", inputs=[x], axis=2).to_json()
+
+
+def _cumsum_outputs(x: np.ndarray, axis: int) -> dict:
+    """torch's float32 cumsum (a real library kernel) and two wrong outputs: the second half of the
+    first row 1 % high, and a NaN in the middle of the last row."""
+    torch = pytest.importorskip("torch")
+    good = torch.cumsum(torch.from_numpy(x), dim=axis).numpy()
+    first, last = (0,) * (x.ndim - 1), (-1,) * (x.ndim - 1)
+    scaled = good.copy()
+    np.moveaxis(scaled, axis, -1)[first][x.shape[axis] // 2:] *= np.float32(1.01)
+    nan = good.copy()
+    np.moveaxis(nan, axis, -1)[last][x.shape[axis] // 2] = np.nan
+    return {"torch": good, "scaled": scaled, "nan": nan}
+
+
+@pytest.mark.parametrize("shape, axis, sizes", [
+    ((2, 3000), 1, (7, 1000, 4096, 1 << 22)),
+    ((900, 3), 0, (7, 100, 4096, 1 << 22)),
+    ((2, 70_000), 1, (4096, 1 << 16, 1 << 22)),
+])
+def test_cumsum_verdict_is_the_same_for_every_chunk_size_on_rows_longer_than_the_chunk(shape, axis, sizes):
+    # every size but the last cuts the rows into pieces; the scan carries its state from piece to piece
+    # (the prefix sums, sum |x|, and an infinity in the middle of a row, must not depend on the cut)
+    x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    np.moveaxis(x, axis, -1)[(-1,) * (len(shape) - 1)][shape[axis] // 3] = np.inf
+    for name, out in _cumsum_outputs(x, axis).items():
+        verdicts = {c: numstd.check(out, op="cumsum", inputs=[x], axis=axis, chunk_size=c) for c in sizes}
+        assert len({v.to_json() for v in verdicts.values()}) == 1, name
+        assert verdicts[sizes[1]].passed == (name == "torch"), (name, verdicts[sizes[1]].message)

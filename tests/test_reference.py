@@ -204,6 +204,34 @@ def test_cumsum(kind):
     np.testing.assert_array_equal(r0.values, r.values.T)
 
 
+@pytest.mark.parametrize("cached", [True, False])
+@pytest.mark.parametrize("kind", sorted(SUM_INPUTS))
+def test_cumsum_cut_in_pieces_is_within_its_bound_and_has_the_bits_of_the_whole_scan(kind, cached, monkeypatch):
+    # check judges long rows of cumsum in pieces (RowPiece): each piece continues the blocked scan
+    # from the state the piece before it left (cached) or, without it, rebuilds that state from the
+    # row's start (in steps of 5 elements here).  Pieces start and end inside the scan's blocks of
+    # ceil(sqrt(K)) = 8 to 13 elements; each must be within its bound of the exact prefix sums (fractions) and
+    # equal the whole row's reference bit for bit
+    from fractions import Fraction
+
+    from numstd.reference import RowPiece, reduction, validated_reference
+
+    monkeypatch.setattr(reduction, "_CARRY_STEP", 5)
+    x = SUM_INPUTS[kind](rng(3))[:, :150]
+    whole = reference("cumsum", [x], axis=1)
+    for i, row in enumerate(x):
+        exact = np.cumsum([Fraction(float(v)) for v in row])  # exact prefix sums
+        cache: dict | None = {} if cached else None
+        for a, b in ((0, 1), (1, 14), (14, 40), (40, 41), (41, len(row))):
+            r = validated_reference("cumsum", [row[a:b]], {"axis": 0}, cache=cache, piece=RowPiece([row], a, b, (i,)))
+            for v, bd, e in zip(r.values, r.error_bound, exact[a:b]):
+                assert abs(Fraction(float(v)) - e) <= Fraction(float(bd)), (kind, i, a, float(v), float(e))
+            np.testing.assert_array_equal(r.values, whole.values[i, a:b])
+            np.testing.assert_array_equal(r.error_bound, whole.error_bound[i, a:b])
+            np.testing.assert_array_equal(r.aux["abssum"], whole.aux["abssum"][i, a:b])
+            np.testing.assert_array_equal(r.aux["K"], np.arange(a + 1, b + 1))
+
+
 @pytest.mark.parametrize("kind", ["smallvar", "normal", "underflow"])
 def test_cumprod(kind):
     """Prefix products against mpmath; the exponent is tracked apart, so no prefix under/overflows
