@@ -43,11 +43,12 @@ float64 temporaries exists at a time.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from ..models.formula import Formula
+from ._rows import by_row_groups, cached_stats
 from .elementwise import C_EXP, C_LOG
 from ..core.summation import U, halving_sum, sum_depth
 
@@ -109,7 +110,7 @@ def row_stats(x: np.ndarray, with_lse: bool = True) -> RowStats:
             r = exp_rows(x64, with_lse)
             return np.max(x64, axis=-1, keepdims=True), r.zh, r.lse, r.devmean
 
-        m, zh, lse, devmean = _by_row_groups(x, whole, SOFTMAX_BLOCK)
+        m, zh, lse, devmean = by_row_groups(x, whole, SOFTMAX_BLOCK)
         depth = sum_depth(K)
     else:
         lead = x.shape[:-1]
@@ -120,20 +121,6 @@ def row_stats(x: np.ndarray, with_lse: bool = True) -> RowStats:
     if not with_lse:
         lse = np.full(zh.shape, np.nan)
     return RowStats(m, zh, lse, devmean, depth, depth * U / (1.0 - depth * U) if depth else 0.0, K)
-
-
-def _by_row_groups(x: np.ndarray, fn: Callable[[np.ndarray], tuple], limit: int) -> tuple:
-    """``fn`` of groups of whole rows (last axis) of ``x`` of about ``limit`` elements (at least one
-    row), its keepdims results put together in ``x``'s row order (each row is computed alone)."""
-    if x.size <= limit or x.ndim == 1:
-        return fn(x)
-    per = math.prod(x.shape[1:])
-    if per <= limit:
-        step = max(1, limit // per)
-        parts = [fn(x[i:i + step]) for i in range(0, x.shape[0], step)]
-        return tuple(np.concatenate(p, axis=0) for p in zip(*parts))
-    parts = [_by_row_groups(x[i], fn, limit) for i in range(x.shape[0])]
-    return tuple(np.stack(p, axis=0) for p in zip(*parts))
 
 
 def _long_row(row: np.ndarray, with_lse: bool) -> tuple[float, float, float, float]:
@@ -234,16 +221,7 @@ def _rows(x: np.ndarray, whole: np.ndarray | None, params: dict, with_lse: bool)
         if x.shape[-1] <= SOFTMAX_BLOCK:
             return exp_rows(x, with_lse)
         return exp_rows(x, with_lse, row_stats(x, with_lse))
-    piece = params["_piece"]
-    cache = params.get("_cache")
-    key = ("softmax rows", with_lse, piece.key)
-    hit = cache.get("softmax rows") if cache is not None else None
-    if hit is not None and hit[0] == key:
-        stats = hit[1]
-    else:
-        stats = row_stats(whole, with_lse)
-        if cache is not None:
-            cache["softmax rows"] = (key, stats)  # (one entry: the pieces of a row come one after another)
+    stats = cached_stats(params, "softmax rows" if with_lse else "softmax rows (no lse)", lambda: row_stats(whole, with_lse))
     return exp_rows(x, with_lse, stats)
 
 
