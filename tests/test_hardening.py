@@ -510,3 +510,36 @@ def test_cumsum_verdict_is_the_same_for_every_chunk_size_on_rows_longer_than_the
         verdicts = {c: numstd.check(out, op="cumsum", inputs=[x], axis=axis, chunk_size=c) for c in sizes}
         assert len({v.to_json() for v in verdicts.values()}) == 1, name
         assert verdicts[sizes[1]].passed == (name == "torch"), (name, verdicts[sizes[1]].message)
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("shape, sizes, block", [
+    ((2, 10, 1000), (7, 700, 4096, 1 << 22), None),
+    ((2, 70_000), (4096, 1 << 16, 1 << 22), None),
+    ((3, 2000), (7, 500, 1 << 22), 256),
+])
+def test_norm_verdict_is_the_same_for_every_chunk_size_on_rows_longer_than_the_chunk(monkeypatch, op, shape, sizes,
+                                                                                     block):
+    # rows cut into pieces with their part of the weight and bias; rows of 70,000 > NORM_BLOCK = 2^16
+    # (and rows of 2000 with the block lowered to 256) get their statistics from fixed blocks
+    torch = pytest.importorskip("torch")
+    from numstd.reference import normalization
+
+    if block is not None:
+        monkeypatch.setattr(normalization, "NORM_BLOCK", block)
+    g = np.random.default_rng(12)
+    x = (g.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    w = g.standard_normal(shape[-1]).astype(np.float32)
+    b = g.standard_normal(shape[-1]).astype(np.float32)
+    inputs = [x, w, b] if op == "layer_norm" else [x, w]
+    fn = torch.nn.functional.layer_norm if op == "layer_norm" else torch.nn.functional.rms_norm
+    t = [torch.from_numpy(a) for a in inputs]
+    good = fn(t[0], (shape[-1],), *t[1:], eps=1e-5).numpy()
+    scaled = good.copy()
+    scaled[(0,) * (len(shape) - 1)][shape[-1] // 2:] *= np.float32(1.002)
+    nan = good.copy()
+    nan[(-1,) * (len(shape) - 1)][shape[-1] // 2] = np.nan
+    for name, out in {"torch": good, "scaled": scaled, "nan": nan}.items():
+        verdicts = {c: numstd.check(out, op=op, inputs=inputs, eps=1e-5, chunk_size=c) for c in sizes}
+        assert len({v.to_json() for v in verdicts.values()}) == 1, name
+        assert verdicts[sizes[1]].passed == (name == "torch"), (name, verdicts[sizes[1]].message)

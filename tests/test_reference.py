@@ -675,6 +675,39 @@ def test_layer_norm(kind, affine):
     assert set(r.aux) >= {"mean", "sigma", "xhat", "absw", "absb", "absx", "K"}
 
 
+@pytest.mark.parametrize("kind", sorted(NORM_INPUTS))
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_norm_rows_summed_in_blocks_and_cut_in_pieces_are_within_their_bound(op, kind, monkeypatch):
+    # rows longer than NORM_BLOCK get their statistics from fixed blocks, and check judges long rows in
+    # pieces (RowPiece, with the piece's part of the weight and bias).  With the block lowered to 5
+    # elements every row here has several; the blocked rows and each piece must be within their
+    # bound of mpmath's exact norm of the whole row, and a piece must have the whole row's bits
+    from numstd.ops.catalog import validate
+    from numstd.reference import RowPiece, normalization, validated_reference
+
+    monkeypatch.setattr(normalization, "NORM_BLOCK", 5)
+    g = rng(13)
+    x = NORM_INPUTS[kind](g)
+    K = x.shape[-1]
+    w = g.standard_normal(K).astype(np.float32)
+    b = g.standard_normal(K).astype(np.float32)
+    inputs = [x, w, b] if op == "layer_norm" else [x, w]
+    _, arrays, full = validate(op, inputs, {})
+    with mpmath.workprec(PREC):
+        whole = reference(op, inputs)
+        exact = _mp_layer_norm(x, w, b, full["eps"]) if op == "layer_norm" else _mp_rms_norm(x, w, full["eps"])
+        scale = np.abs(whole.aux["xhat"] * whole.aux["absw"]) + (whole.aux["absb"] if op == "layer_norm" else 0.0)
+        floor = 2.0**-44 * scale if op == "layer_norm" else 0.0  # (y = xhat w + b may cancel)
+        assert_bounded(whole, exact, floor=floor)
+        for i in range(x.shape[0]):
+            for a, c in _cuts(K):
+                r = validated_reference(op, [arrays[0][i, a:c]] + [v[a:c] for v in arrays[1:]], full,
+                                        piece=RowPiece([arrays[0][i]], a, c, (i,)))
+                np.testing.assert_array_equal(r.values, whole.values[i, a:c])
+                np.testing.assert_array_equal(r.error_bound, whole.error_bound[i, a:c])
+                assert float(r.aux["K"]) == K
+
+
 def test_layer_norm_zero_eps_and_constant_rows():
     x = np.array([[3.0, 3.0, 3.0], [1.0, 2.0, 4.0]], dtype=np.float32)
     r = reference("layer_norm", [x], eps=0.0)

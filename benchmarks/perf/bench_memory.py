@@ -16,8 +16,9 @@ Fraction = extra bytes / ``x.nbytes`` (the op's input; the kernel's output, as l
 counted in the denominator).  Target ≤ 0.25 (``check`` works in chunks).  Prints one JSON line.
 
 Reductions: ``--op sum`` / ``mean`` reduce all of ``x`` (output: numpy's float32 result, 0-d);
-``--op softmax`` / ``log_softmax`` / ``cumsum`` take rows of ``2^--log2row`` elements (default
-2^20) along the last axis (cumsum's output: the float64 prefix sums rounded to float32).
+``--op softmax`` / ``log_softmax`` / ``cumsum`` / ``layer_norm`` / ``rms_norm`` take rows of
+``2^--log2row`` elements (default 2^20) along the last axis (outputs: the float64 results rounded
+to float32; the norms without weight and bias, eps 1e-5).
 
     python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24] [--log2row 20]
 """
@@ -90,6 +91,14 @@ def main() -> int:
         x = x.reshape(-1, 1 << args.log2row)
         out = np.cumsum(x.astype(np.float64), axis=-1).astype(np.float32)
         params = {"axis": -1}
+    elif args.op in ("layer_norm", "rms_norm"):
+        x = x.reshape(-1, 1 << args.log2row)
+        x64 = x.astype(np.float64)
+        if args.op == "layer_norm":
+            x64 -= x64.mean(-1, keepdims=True)
+        out = (x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5)).astype(np.float32)
+        del x64
+        params = {"eps": 1e-5}
     else:
         out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()
 

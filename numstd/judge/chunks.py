@@ -9,7 +9,7 @@ it); ops without such an axis are judged in one chunk.
 
 The reduced axis itself is cut where the op's reference can judge a piece of a row from the whole
 row's statistics or a scan's carried state (:func:`_cuttable_reduced_axis`: softmax, log_softmax,
-cumsum): when a row (with the axes
+cumsum, layer_norm, rms_norm): when a row (with the axes
 after it) is longer than the chunk, each chunk is a piece of one row along the reduced axis, and
 carries the whole row (:class:`numstd.reference.RowPiece`), whose statistics the reference computes
 in fixed blocks that do not depend on the cut.  The pieces still come in C order.
@@ -61,12 +61,15 @@ def chunk_params(params: dict, ch: Chunk) -> dict:
     return dict(params, axis=axis - len(ch.prefix))
 
 
-def _cuttable_reduced_axis(op: str, params: dict) -> int:
+def _cuttable_reduced_axis(op: str, params: dict, out_ndim: int) -> int:
     """The reduced axis that chunks may cut too (-1: none): ops whose reference judges a piece of a row
     from statistics of the whole row that do not depend on the cut (numstd.reference.softmax) or
-    from the carried state of the scan before the piece (cumsum, numstd.reference.reduction)."""
+    from the carried state of the scan before the piece (cumsum, numstd.reference.reduction); the
+    norms' rows are their last axis (numstd.reference.normalization)."""
     if op in ("softmax", "log_softmax", "cumsum"):
         return params["axis"]
+    if op in ("layer_norm", "rms_norm") and out_ndim >= 1:
+        return out_ndim - 1
     return -1
 
 
@@ -99,6 +102,8 @@ def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, 
     if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear"):
         if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
             return idx
+        if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias
+            return idx[-1:]
         return None
     if op == "linear":
         return idx if pos == 0 else None
@@ -148,7 +153,7 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
     """
     chunk = max(1, int(chunk))
     n_split = _splittable_axes(op_kind, op, inputs, params, len(out_shape))
-    reduced = _cuttable_reduced_axis(op, params)
+    reduced = _cuttable_reduced_axis(op, params, len(out_shape))
     size = math.prod(out_shape)
     if (n_split == 0 and reduced < 0) or size <= chunk or size == 0:
         yield Chunk(tuple(slice(None) for _ in out_shape), list(inputs), (), -1, 0)
@@ -183,7 +188,7 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
             if j == reduced:
                 from ..reference import RowPiece
 
-                whole = [None if arr is None else arr[tuple(prefix)] for arr in inputs]
+                whole = [arr[tuple(prefix)] if pos == 0 else None for pos, arr in enumerate(inputs)]  # (the rows' x)
                 piece = RowPiece(whole, sl.start, sl.stop, tuple(prefix))
             yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start, row0, piece)
 

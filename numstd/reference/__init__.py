@@ -73,8 +73,9 @@ class RowPiece:
     Attributes
     ----------
     whole : sequence of arrays
-        The inputs of the whole rows, with the same axes as the piece's inputs (``None`` for an
-        input that is not cut).
+        The inputs of the whole rows, with the same axes as the piece's inputs: the rows' ``x``
+        (``None`` for the other inputs, e.g. a norm's weight, of which the piece's inputs hold the
+        piece's part).
     start, stop : int
         The piece's range along the reduced axis.
     key : hashable
@@ -195,7 +196,7 @@ def validated_reference(op: str, arrays: Sequence[np.ndarray], full: Mapping[str
 
     ``check`` calls it once per chunk, where validation cost ~30 µs of Python per chunk for nothing.
     ``piece`` (:class:`RowPiece`, only for ops whose chunks may cut the reduced axis: softmax,
-    log_softmax): ``arrays`` are a piece of the rows ``piece.whole``.
+    log_softmax, cumsum, layer_norm, rms_norm): ``arrays`` are a piece of the rows ``piece.whole``.
     """
     impl = _IMPLS.get(op)
     if impl is None:
