@@ -620,6 +620,29 @@ def test_cross_entropy(reduction, scale):
     assert np.shape(r.aux["lse"]) == r.values.shape and float(r.aux["K"]) == 9
 
 
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_of_rows_longer_than_a_block_is_within_its_bound(reduction, monkeypatch):
+    # long rows of logits (a vocabulary) get their statistics from fixed blocks of SOFTMAX_BLOCK,
+    # lowered here to 4 classes so that each row of 9 has three, one of them short; a masked logit
+    # and a dominant one
+    from numstd.reference import softmax as sm
+
+    monkeypatch.setattr(sm, "SOFTMAX_BLOCK", 4)
+    g = rng(12)
+    x = (g.standard_normal((6, 9)) * 3).astype(np.float32)
+    x[1, 2] = -np.inf
+    x[2, 8] = 40.0
+    t = g.integers(0, 9, 6)
+    t[1] = 3
+    r = reference("cross_entropy", [x, t], reduction=reduction)
+    with mpmath.workprec(PREC):
+        logp = _mp_softmax_rows(x, True)
+        losses = np.array([-logp[i, t[i]] for i in range(6)], dtype=object)
+        exact = {"none": losses, "sum": np.array(mpmath.fsum(losses)), "mean": np.array(mpmath.fsum(losses) / 6)}
+        assert_bounded(r, exact[reduction])
+    assert float(r.aux["K"]) == 9
+
+
 # ------------------------------------------------------------------------------------------
 # layer_norm, rms_norm
 # ------------------------------------------------------------------------------------------

@@ -199,8 +199,9 @@ def _piece_rows(x: np.ndarray, st: RowStats) -> Rows:
     return Rows(d, e, y, st.zh, st.lse, st.devmean, st.depth, st.gamma, rel, dev, st.K)
 
 
-def lse_error(r: Rows) -> np.ndarray:
-    """Bound on ``|r.lse - log(sum_j exp(x_j - max))|`` (module docstring), keepdims."""
+def lse_error(r: Rows | RowStats) -> np.ndarray:
+    """Bound on ``|r.lse - log(sum_j exp(x_j - max))|`` (module docstring), keepdims (of the rows, or
+    of their :func:`row_stats`)."""
     K = r.K if r.K >= 0 else r.d.shape[-1]
     return r.lse * ((C_LOG + C_EXP + 1) * U + r.gamma) + U * r.devmean + K * _TINY
 
