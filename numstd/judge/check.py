@@ -22,7 +22,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.arrays import to_numpy
-from .chunks import chunk_params, default_chunk, plan, prefetch
+from .chunks import DEFAULT_CHUNK, chunk_params, default_chunk, plan, prefetch
 from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from ..core.distribution import UlpDistribution
 from ..core.errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
@@ -150,7 +150,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     # 16-bit arithmetic can make a standard's bound reach the result's own magnitude (a sequential
     # bf16 sum of K ≥ 256 terms): count the elements where an output of zeros would pass
     zeros_pass = [0, 0] if std.policy == "arith16" else None
-    with pool(max_bytes=8 * 8 * chunk):
+    # (at least the default chunk's worth: a chunk of a few outputs may still reduce many inputs, whose
+    # references work in groups of about 2^16 elements: cross_entropy's rows of logits)
+    with pool(max_bytes=8 * 8 * max(chunk, DEFAULT_CHUNK)):
         for pieces, hull in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
                                      finish=pieces_of):
             for piece in pieces:

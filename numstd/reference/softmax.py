@@ -58,6 +58,11 @@ __all__ = ["softmax", "log_softmax", "Rows", "RowStats", "exp_rows", "row_stats"
 #: every element, depend only on the row, never on how a caller cuts it; rows of at most this many
 #: elements are summed whole, as before pieces existed)
 SOFTMAX_BLOCK = 1 << 16
+#: logits per group of whole rows in :func:`row_stats` (rows of at most SOFTMAX_BLOCK): the float64
+#: temporaries of one group (~5 MiB) are reused from ``check``'s pool of freed blocks (numstd.native.pool,
+#: 4 MiB at the default chunk) instead of page-faulting fresh memory per group, which made larger
+#: groups slower (cross_entropy of many short rows goes through here)
+ROW_GROUP = 1 << 16
 
 _TINY = 2.0**-1074
 
@@ -101,8 +106,8 @@ class RowStats(NamedTuple):
 def row_stats(x: np.ndarray, with_lse: bool = True) -> RowStats:
     """The row statistics of the rows (last axis) of ``x`` (any float format, any strides), in
     bounded memory: the module docstring's sums, whole for rows of at most :data:`SOFTMAX_BLOCK`
-    elements (groups of rows of about that many elements at a time), over aligned blocks of it for
-    longer rows (one block widened to float64 at a time)."""
+    elements (groups of rows of about :data:`ROW_GROUP` elements at a time), over aligned blocks of
+    it for longer rows (one block widened to float64 at a time)."""
     K = x.shape[-1]
     if K <= SOFTMAX_BLOCK:
         def whole(rows: np.ndarray) -> tuple:
@@ -110,7 +115,7 @@ def row_stats(x: np.ndarray, with_lse: bool = True) -> RowStats:
             r = exp_rows(x64, with_lse)
             return np.max(x64, axis=-1, keepdims=True), r.zh, r.lse, r.devmean
 
-        m, zh, lse, devmean = by_row_groups(x, whole, SOFTMAX_BLOCK)
+        m, zh, lse, devmean = by_row_groups(x, whole, ROW_GROUP)
         depth = sum_depth(K)
     else:
         lead = x.shape[:-1]
