@@ -204,6 +204,34 @@ def test_cumsum(kind):
     np.testing.assert_array_equal(r0.values, r.values.T)
 
 
+@pytest.mark.parametrize("cached", [True, False])
+@pytest.mark.parametrize("kind", sorted(SUM_INPUTS))
+def test_cumsum_cut_in_pieces_is_within_its_bound_and_has_the_bits_of_the_whole_scan(kind, cached, monkeypatch):
+    # check judges long rows of cumsum in pieces (RowPiece): each piece continues the blocked scan
+    # from the state the piece before it left (cached) or, without it, rebuilds that state from the
+    # row's start (in steps of 5 elements here).  Pieces start and end inside the scan's blocks of
+    # ceil(sqrt(K)) = 8 to 13 elements; each must be within its bound of the exact prefix sums (fractions) and
+    # equal the whole row's reference bit for bit
+    from fractions import Fraction
+
+    from numstd.reference import RowPiece, reduction, validated_reference
+
+    monkeypatch.setattr(reduction, "_CARRY_STEP", 5)
+    x = SUM_INPUTS[kind](rng(3))[:, :150]
+    whole = reference("cumsum", [x], axis=1)
+    for i, row in enumerate(x):
+        exact = np.cumsum([Fraction(float(v)) for v in row])  # exact prefix sums
+        cache: dict | None = {} if cached else None
+        for a, b in ((0, 1), (1, 14), (14, 40), (40, 41), (41, len(row))):
+            r = validated_reference("cumsum", [row[a:b]], {"axis": 0}, cache=cache, piece=RowPiece([row], a, b, (i,)))
+            for v, bd, e in zip(r.values, r.error_bound, exact[a:b]):
+                assert abs(Fraction(float(v)) - e) <= Fraction(float(bd)), (kind, i, a, float(v), float(e))
+            np.testing.assert_array_equal(r.values, whole.values[i, a:b])
+            np.testing.assert_array_equal(r.error_bound, whole.error_bound[i, a:b])
+            np.testing.assert_array_equal(r.aux["abssum"], whole.aux["abssum"][i, a:b])
+            np.testing.assert_array_equal(r.aux["K"], np.arange(a + 1, b + 1))
+
+
 @pytest.mark.parametrize("kind", ["smallvar", "normal", "underflow"])
 def test_cumprod(kind):
     """Prefix products against mpmath; the exponent is tracked apart, so no prefix under/overflows
@@ -509,6 +537,59 @@ def test_log_softmax_keeps_relative_accuracy_of_tiny_outputs():
     assert abs(r.values[0, 0] - float(exact[0, 0])) <= 8 * 2.0**-53 * abs(float(exact[0, 0]))
 
 
+def _cuts(K: int) -> list[tuple[int, int]]:
+    """Pieces of a row of K elements that start and end inside blocks of any small size."""
+    edges = sorted({0, 1, K // 3, K // 2 + 1, K})
+    return [(a, b) for a, b in zip(edges, edges[1:]) if a < b]
+
+
+@pytest.mark.parametrize("kind", sorted(SOFTMAX_INPUTS))
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_rows_summed_in_blocks_and_cut_in_pieces_are_within_their_bound(op, kind, monkeypatch):
+    # rows longer than SOFTMAX_BLOCK are summed in fixed blocks and check judges long rows in pieces
+    # (RowPiece: each piece's reference from its whole row's statistics).  With the block lowered to
+    # 3 elements every row here has several blocks; each piece must be within its bound of mpmath's
+    # exact softmax of the whole row, and its K the whole row's
+    from numstd.reference import RowPiece, validated_reference
+    from numstd.reference import softmax as sm
+
+    monkeypatch.setattr(sm, "SOFTMAX_BLOCK", 3)
+    x = SOFTMAX_INPUTS[kind](rng(10))
+    K = x.shape[1]
+    with mpmath.workprec(PREC):
+        exact = _mp_softmax_rows(x, op == "log_softmax")
+        blocked = reference(op, [x])  # whole rows, blocked sums
+        assert_bounded(blocked, exact)
+        for i in range(x.shape[0]):
+            for a, b in _cuts(K):
+                r = validated_reference(op, [x[i, a:b]], {"axis": 0}, piece=RowPiece([x[i]], a, b, (i,)))
+                assert_bounded(r, exact[i, a:b])
+                assert float(r.aux["K"]) == K
+
+
+@pytest.mark.parametrize("block", [None, 16])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_piece_of_a_row_has_the_bits_of_the_whole_row(op, block, monkeypatch):
+    # what makes check's verdict independent of its chunk size: a piece's values, bounds and model
+    # terms are those of the same elements of the whole row, bit for bit (block None: rows judged
+    # whole in one pass; 16: rows of several blocks)
+    from numstd.reference import RowPiece, validated_reference
+    from numstd.reference import softmax as sm
+
+    if block is not None:
+        monkeypatch.setattr(sm, "SOFTMAX_BLOCK", block)
+    x = (rng(12).standard_normal((3, 100)) * 5).astype(np.float32)
+    x[1, 7:30] = -np.inf
+    whole = reference(op, [x])
+    for i in range(3):
+        for a, b in _cuts(100) + [(0, 100)]:
+            r = validated_reference(op, [x[i, a:b]], {"axis": 0}, piece=RowPiece([x[i]], a, b, (i,)))
+            np.testing.assert_array_equal(r.values, whole.values[i, a:b])
+            np.testing.assert_array_equal(r.error_bound, whole.error_bound[i, a:b])
+            for k, v in whole.aux.items():
+                np.testing.assert_array_equal(r.aux[k], v[i, a:b] if k == "dev" else (v[i] if v.ndim else v))
+
+
 def test_softmax_other_axis_matches_transpose():
     x = rng(11).standard_normal((5, 3)).astype(np.float32)
     a = reference("softmax", [x], axis=0)
@@ -537,6 +618,29 @@ def test_cross_entropy(reduction, scale):
         exact = {"none": losses, "sum": np.array(mpmath.fsum(losses)), "mean": np.array(mpmath.fsum(losses) / 6)}
         assert_bounded(r, exact[reduction])
     assert np.shape(r.aux["lse"]) == r.values.shape and float(r.aux["K"]) == 9
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_of_rows_longer_than_a_block_is_within_its_bound(reduction, monkeypatch):
+    # long rows of logits (a vocabulary) get their statistics from fixed blocks of SOFTMAX_BLOCK,
+    # lowered here to 4 classes so that each row of 9 has three, one of them short; a masked logit
+    # and a dominant one
+    from numstd.reference import softmax as sm
+
+    monkeypatch.setattr(sm, "SOFTMAX_BLOCK", 4)
+    g = rng(12)
+    x = (g.standard_normal((6, 9)) * 3).astype(np.float32)
+    x[1, 2] = -np.inf
+    x[2, 8] = 40.0
+    t = g.integers(0, 9, 6)
+    t[1] = 3
+    r = reference("cross_entropy", [x, t], reduction=reduction)
+    with mpmath.workprec(PREC):
+        logp = _mp_softmax_rows(x, True)
+        losses = np.array([-logp[i, t[i]] for i in range(6)], dtype=object)
+        exact = {"none": losses, "sum": np.array(mpmath.fsum(losses)), "mean": np.array(mpmath.fsum(losses) / 6)}
+        assert_bounded(r, exact[reduction])
+    assert float(r.aux["K"]) == 9
 
 
 # ------------------------------------------------------------------------------------------
@@ -592,6 +696,39 @@ def test_layer_norm(kind, affine):
         floor = 2.0**-44 * scale if affine else 0.0
         assert_bounded(r, exact, floor=floor)
     assert set(r.aux) >= {"mean", "sigma", "xhat", "absw", "absb", "absx", "K"}
+
+
+@pytest.mark.parametrize("kind", sorted(NORM_INPUTS))
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_norm_rows_summed_in_blocks_and_cut_in_pieces_are_within_their_bound(op, kind, monkeypatch):
+    # rows longer than NORM_BLOCK get their statistics from fixed blocks, and check judges long rows in
+    # pieces (RowPiece, with the piece's part of the weight and bias).  With the block lowered to 5
+    # elements every row here has several; the blocked rows and each piece must be within their
+    # bound of mpmath's exact norm of the whole row, and a piece must have the whole row's bits
+    from numstd.ops.catalog import validate
+    from numstd.reference import RowPiece, normalization, validated_reference
+
+    monkeypatch.setattr(normalization, "NORM_BLOCK", 5)
+    g = rng(13)
+    x = NORM_INPUTS[kind](g)
+    K = x.shape[-1]
+    w = g.standard_normal(K).astype(np.float32)
+    b = g.standard_normal(K).astype(np.float32)
+    inputs = [x, w, b] if op == "layer_norm" else [x, w]
+    _, arrays, full = validate(op, inputs, {})
+    with mpmath.workprec(PREC):
+        whole = reference(op, inputs)
+        exact = _mp_layer_norm(x, w, b, full["eps"]) if op == "layer_norm" else _mp_rms_norm(x, w, full["eps"])
+        scale = np.abs(whole.aux["xhat"] * whole.aux["absw"]) + (whole.aux["absb"] if op == "layer_norm" else 0.0)
+        floor = 2.0**-44 * scale if op == "layer_norm" else 0.0  # (y = xhat w + b may cancel)
+        assert_bounded(whole, exact, floor=floor)
+        for i in range(x.shape[0]):
+            for a, c in _cuts(K):
+                r = validated_reference(op, [arrays[0][i, a:c]] + [v[a:c] for v in arrays[1:]], full,
+                                        piece=RowPiece([arrays[0][i]], a, c, (i,)))
+                np.testing.assert_array_equal(r.values, whole.values[i, a:c])
+                np.testing.assert_array_equal(r.error_bound, whole.error_bound[i, a:c])
+                assert float(r.aux["K"]) == K
 
 
 def test_layer_norm_zero_eps_and_constant_rows():

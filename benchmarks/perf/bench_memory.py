@@ -16,8 +16,10 @@ Fraction = extra bytes / ``x.nbytes`` (the op's input; the kernel's output, as l
 counted in the denominator).  Target ≤ 0.25 (``check`` works in chunks).  Prints one JSON line.
 
 Reductions: ``--op sum`` / ``mean`` reduce all of ``x`` (output: numpy's float32 result, 0-d);
-``--op softmax`` / ``log_softmax`` take rows of ``2^--log2row`` elements (default 2^20) along the
-last axis.
+``--op softmax`` / ``log_softmax`` / ``cumsum`` / ``layer_norm`` / ``rms_norm`` take rows of
+``2^--log2row`` elements (default 2^20) along the last axis (outputs: the float64 results rounded
+to float32; the norms without weight and bias, eps 1e-5); ``--op cross_entropy`` takes rows of
+``2^--log2row`` logits (classes) with random targets, ``reduction="none"``.
 
     python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24] [--log2row 20]
 """
@@ -86,11 +88,34 @@ def main() -> int:
         out = (y if args.op == "softmax" else np.log(y)).astype(np.float32)
         del x64, e, y
         params = {"axis": -1}
+    elif args.op == "cumsum":
+        x = x.reshape(-1, 1 << args.log2row)
+        out = np.cumsum(x.astype(np.float64), axis=-1).astype(np.float32)
+        params = {"axis": -1}
+    elif args.op in ("layer_norm", "rms_norm"):
+        x = x.reshape(-1, 1 << args.log2row)
+        x64 = x.astype(np.float64)
+        if args.op == "layer_norm":
+            x64 -= x64.mean(-1, keepdims=True)
+        out = (x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5)).astype(np.float32)
+        del x64
+        params = {"eps": 1e-5}
+    elif args.op == "cross_entropy":
+        x = x.reshape(-1, 1 << args.log2row)
+        target = rng.integers(0, x.shape[1], x.shape[0])
+        x64 = x.astype(np.float64)
+        m = x64.max(-1)
+        lse = m + np.log(np.exp(x64 - m[:, None]).sum(-1))
+        out = (lse - x64[np.arange(x.shape[0]), target]).astype(np.float32)
+        del x64
+        params = {"reduction": "none"}
     else:
         out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()
 
+    inputs = [x, target] if args.op == "cross_entropy" else [x]
+
     def run() -> bool:
-        return numstd.check(out, op=args.op, inputs=[x], **params).passed
+        return numstd.check(out, op=args.op, inputs=inputs, **params).passed
 
     from numstd.native import compiled
 

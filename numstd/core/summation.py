@@ -54,6 +54,8 @@ __all__ = [
     "pairwise_sum",
     "halving_sum",
     "prefix_sum",
+    "prefix_sum_piece",
+    "scan_block",
     "sum_depth",
 ]
 
@@ -235,17 +237,50 @@ def prefix_sum(x: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray, i
     """
     xm = np.moveaxis(x, axis, -1)
     n = xm.shape[-1]
-    lead = xm.shape[:-1]
     if n == 0:
         z = np.zeros(xm.shape)
         return np.moveaxis(z, -1, axis), np.moveaxis(z.copy(), -1, axis), 0
-    b = max(1, math.isqrt(n - 1) + 1)  # ceil(sqrt(n))
+    hi, lo, chain, _ = prefix_sum_piece(xm, 0, n)
+    return np.moveaxis(hi, -1, axis), np.moveaxis(lo, -1, axis), chain
+
+
+def scan_block(n: int) -> int:
+    """Elements per block of :func:`prefix_sum` for an axis of ``n``: ``ceil(sqrt(n))`` (at least 1)."""
+    return max(1, math.isqrt(n - 1) + 1) if n > 1 else 1
+
+
+def prefix_sum_piece(x: np.ndarray, start: int, stop: int, carry: tuple | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, int, tuple]:
+    """The elements ``start .. stop - 1`` of :func:`prefix_sum` of the rows (last axis) of ``x``.
+
+    ``x`` holds the whole rows, in any float format (only the blocks of ``b = scan_block(n)``
+    elements that overlap the piece are widened to float64).  ``carry`` is the offset of the block
+    holding ``start`` (the double-double sum of all blocks before it, per row: the last value of a
+    previous call for the piece before this one), ``None`` for the first block; the scan inside the
+    piece's blocks and the chain of block totals from that offset are the operations of the whole
+    scan, so every element gets the bits it gets there, whatever the cut.
+
+    Returns
+    -------
+    hi, lo : numpy.ndarray
+        ``x.shape[:-1] + (stop - start,)``.
+    chain : int
+        As for :func:`prefix_sum` (``b + nb`` of the whole row).
+    carry : tuple
+        The offset of the block holding ``stop`` (pass it with the next piece).
+    """
+    n = x.shape[-1]
+    lead = x.shape[:-1]
+    b = scan_block(n)
     nb = -(-n // b)
-    flat = xm.reshape(-1, n)
-    pad = np.zeros((flat.shape[0], nb * b))
-    pad[:, :n] = flat
-    # layout (b, rows, nb): column j of every block is one contiguous slab
-    blocks = np.ascontiguousarray(pad.reshape(-1, nb, b).transpose(2, 0, 1))
+    b0, b1 = start // b, -(-stop // b)  # the blocks the piece overlaps
+    m = b1 - b0
+    rows = math.prod(lead)
+    seg = x[..., b0 * b:min(b1 * b, n)]  # (a view: only the piece's blocks are copied, and widened)
+    pad = np.zeros((rows, m * b))
+    pad[:, :seg.shape[-1]] = seg.reshape(rows, seg.shape[-1])
+    # layout (b, rows, m): column j of every block is one contiguous slab
+    blocks = np.ascontiguousarray(pad.reshape(-1, m, b).transpose(2, 0, 1))
     H = np.empty_like(blocks)
     L = np.empty_like(blocks)
     h, l = blocks[0], np.zeros_like(blocks[0])
@@ -253,13 +288,18 @@ def prefix_sum(x: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray, i
     for j in range(1, b):
         h, l = dd_add_double(h, l, blocks[j])
         H[j], L[j] = h, l
-    # exclusive scan of the block totals, laid out (nb, rows) so that each step is contiguous
+    # exclusive scan of the block totals from the carried offset, laid out (m + 1, rows) so that each
+    # step is contiguous
     th, tl = np.ascontiguousarray(H[-1].T), np.ascontiguousarray(L[-1].T)
-    oh = np.zeros_like(th)
-    ol = np.zeros_like(tl)
-    for k in range(1, nb):
+    oh = np.zeros((m + 1, rows))
+    ol = np.zeros((m + 1, rows))
+    if carry is not None:
+        oh[0], ol[0] = carry
+    for k in range(1, m + 1):
         oh[k], ol[k] = dd_add(oh[k - 1], ol[k - 1], th[k - 1], tl[k - 1])
-    H, L = dd_add(H, L, oh.T[None], ol.T[None])
-    hi = H.transpose(1, 2, 0).reshape(flat.shape[0], nb * b)[:, :n].reshape(*lead, n)
-    lo = L.transpose(1, 2, 0).reshape(flat.shape[0], nb * b)[:, :n].reshape(*lead, n)
-    return np.moveaxis(hi, -1, axis), np.moveaxis(lo, -1, axis), b + nb
+    H, L = dd_add(H, L, oh[:m].T[None], ol[:m].T[None])
+    off = start - b0 * b
+    hi = H.transpose(1, 2, 0).reshape(rows, m * b)[:, off:off + stop - start].reshape(*lead, stop - start)
+    lo = L.transpose(1, 2, 0).reshape(rows, m * b)[:, off:off + stop - start].reshape(*lead, stop - start)
+    nxt = stop // b - b0  # the block holding stop (m when stop ends a block)
+    return hi, lo, b + nb, (oh[nxt].copy(), ol[nxt].copy())

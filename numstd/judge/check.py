@@ -22,7 +22,7 @@ import numpy as np
 
 from .._version import __version__
 from ..core.arrays import to_numpy
-from .chunks import default_chunk, plan, prefetch
+from .chunks import DEFAULT_CHUNK, chunk_params, default_chunk, plan, prefetch
 from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from ..core.distribution import UlpDistribution
 from ..core.errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
@@ -137,7 +137,8 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
 
     def prepare(ch: Any) -> tuple:
-        ref = validated_reference(spec.name, ch.inputs, ref_params, resolution=std.output, row_offset=ch.row_offset, cache=cache)
+        ref = validated_reference(spec.name, ch.inputs, chunk_params(ref_params, ch), resolution=std.output,
+                                  row_offset=ch.row_offset, cache=cache, piece=ch.piece)
         return ch, ref, environment(ref, fmts)
 
     def pieces_of(prepared: tuple) -> tuple:  # the model's terms: on the worker, or beside the judge
@@ -149,7 +150,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     # 16-bit arithmetic can make a standard's bound reach the result's own magnitude (a sequential
     # bf16 sum of K ≥ 256 terms): count the elements where an output of zeros would pass
     zeros_pass = [0, 0] if std.policy == "arith16" else None
-    with pool(max_bytes=8 * 8 * chunk):
+    # (at least the default chunk's worth: a chunk of a few outputs may still reduce many inputs, whose
+    # references work in groups of about 2^16 elements: cross_entropy's rows of logits)
+    with pool(max_bytes=8 * 8 * max(chunk, DEFAULT_CHUNK)):
         for pieces, hull in prefetch(plan(spec.kind, op, arrays, full, shape, chunk), prepare, background=background,
                                      finish=pieces_of):
             for piece in pieces:

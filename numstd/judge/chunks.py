@@ -6,6 +6,13 @@ before it, **in C order**, so the chunks concatenate to the output's flat order 
 size — the accumulators in :mod:`numstd.distribution` rely on this.  An axis can be split only if
 every output element along it depends on a matching slice of the inputs (not on a reduction over
 it); ops without such an axis are judged in one chunk.
+
+The reduced axis itself is cut where the op's reference can judge a piece of a row from the whole
+row's statistics or a scan's carried state (:func:`_cuttable_reduced_axis`: softmax, log_softmax,
+cumsum, layer_norm, rms_norm): when a row (with the axes
+after it) is longer than the chunk, each chunk is a piece of one row along the reduced axis, and
+carries the whole row (:class:`numstd.reference.RowPiece`), whose statistics the reference computes
+in fixed blocks that do not depend on the cut.  The pieces still come in C order.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["Chunk", "plan", "prefetch", "DEFAULT_CHUNK", "default_chunk"]
+__all__ = ["Chunk", "plan", "prefetch", "chunk_params", "DEFAULT_CHUNK", "default_chunk"]
 
 DEFAULT_CHUNK = 1 << 16  # output elements per chunk (2^16: 1.4-1.9x faster than 2^18 and 0.17 of the input in extra memory, benchmarks/perf)
 #: contractions do GEMMs per chunk: larger chunks keep BLAS efficient; their row ranges are also
@@ -41,6 +48,29 @@ class Chunk:
     axis: int
     start: int
     row_offset: int = 0  # contractions: absolute number of the chunk's first row (reference row_offset)
+    piece: Any = None  # a piece of whole rows along the reduced axis: its numstd.reference.RowPiece
+
+
+def chunk_params(params: dict, ch: Chunk) -> dict:
+    """The op parameters for a chunk's inputs: an ``axis`` counted on the whole input is moved down by
+    the leading axes the chunk's integer prefix drops (a chunk of a 3-D softmax over axis 2 that
+    fixes axis 0 has 2-D inputs, reduced along their axis 1)."""
+    axis = params.get("axis")
+    if not ch.prefix or isinstance(axis, bool) or not isinstance(axis, int):
+        return params
+    return dict(params, axis=axis - len(ch.prefix))
+
+
+def _cuttable_reduced_axis(op: str, params: dict, out_ndim: int) -> int:
+    """The reduced axis that chunks may cut too (-1: none): ops whose reference judges a piece of a row
+    from statistics of the whole row that do not depend on the cut (numstd.reference.softmax) or
+    from the carried state of the scan before the piece (cumsum, numstd.reference.reduction); the
+    norms' rows are their last axis (numstd.reference.normalization)."""
+    if op in ("softmax", "log_softmax", "cumsum"):
+        return params["axis"]
+    if op in ("layer_norm", "rms_norm") and out_ndim >= 1:
+        return out_ndim - 1
+    return -1
 
 
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:
@@ -72,6 +102,8 @@ def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, 
     if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear"):
         if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
             return idx
+        if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias
+            return idx[-1:]
         return None
     if op == "linear":
         return idx if pos == 0 else None
@@ -121,13 +153,16 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
     """
     chunk = max(1, int(chunk))
     n_split = _splittable_axes(op_kind, op, inputs, params, len(out_shape))
+    reduced = _cuttable_reduced_axis(op, params, len(out_shape))
     size = math.prod(out_shape)
-    if n_split == 0 or size <= chunk or size == 0:
+    if (n_split == 0 and reduced < 0) or size <= chunk or size == 0:
         yield Chunk(tuple(slice(None) for _ in out_shape), list(inputs), (), -1, 0)
         return
-    # the first splittable axis j whose trailing block fits in a chunk
-    j = n_split - 1
-    for k in range(n_split):
+    # the first splittable axis j whose trailing block fits in a chunk; the reduced axis (when it
+    # may be cut) only when a whole row does not fit
+    axes = list(range(n_split)) + ([reduced] if reduced >= 0 else [])
+    j = axes[-1]
+    for k in axes:
         if math.prod(out_shape[k + 1:]) <= chunk:
             j = k
             break
@@ -149,7 +184,13 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
                 sel = _input_index(op, arr, pos, len(out_shape), idx, n_split)
                 ins.append(arr if sel is None else arr[sel])
             row0 = _row_offset(op, out_shape, rows_axis, tuple(prefix), j, start)
-            yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start, row0)
+            piece = None
+            if j == reduced:
+                from ..reference import RowPiece
+
+                whole = [arr[tuple(prefix)] if pos == 0 else None for pos, arr in enumerate(inputs)]  # (the rows' x)
+                piece = RowPiece(whole, sl.start, sl.stop, tuple(prefix))
+            yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start, row0, piece)
 
 
 def _rows_axis(op: str, inputs: Sequence[np.ndarray], out_ndim: int) -> int:

@@ -47,7 +47,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Reference", "reference", "validated_reference", "INFLATE"]
+__all__ = ["Reference", "RowPiece", "reference", "validated_reference", "INFLATE"]
 
 INFLATE: float = 1.0 + 2.0**-20
 """Factor applied to every bound (module docstring)."""
@@ -59,6 +59,34 @@ def _impl_of(op: str) -> tuple[str, str]:
     module, func = get_op(op).reference.split(":")
     return module, func
 
+
+
+@dataclass(frozen=True)
+class RowPiece:
+    """The inputs of a reference are a piece of whole rows, cut along the reduced axis.
+
+    ``check`` judges rows longer than its chunk in pieces (:func:`numstd.judge.chunks.plan`): the
+    reference of a piece needs statistics of its whole rows (softmax's maximum and exp-sum), which
+    it computes from ``whole`` and which must not depend on the cut, so that every element gets the
+    same bits whatever the chunk size.
+
+    Attributes
+    ----------
+    whole : sequence of arrays
+        The inputs of the whole rows, with the same axes as the piece's inputs: the rows' ``x``
+        (``None`` for the other inputs, e.g. a norm's weight, of which the piece's inputs hold the
+        piece's part).
+    start, stop : int
+        The piece's range along the reduced axis.
+    key : hashable
+        Names the rows among the pieces of one call (their index in the op's output), so that the
+        statistics of one row are computed once for all its pieces (``cache``).
+    """
+
+    whole: Sequence[Any]
+    start: int
+    stop: int
+    key: Any
 
 
 @dataclass(frozen=True)
@@ -162,18 +190,21 @@ def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, row_off
 
 
 def validated_reference(op: str, arrays: Sequence[np.ndarray], full: Mapping[str, Any], *, resolution: Any = None,
-                        row_offset: int = 0, cache: dict | None = None) -> Reference:
+                        row_offset: int = 0, cache: dict | None = None, piece: RowPiece | None = None) -> Reference:
     """:func:`reference` of inputs and parameters that :func:`numstd.ops.validate` returned (or slices
     of those inputs, as ``check``'s chunks are): the same result without validating again.
 
     ``check`` calls it once per chunk, where validation cost ~30 µs of Python per chunk for nothing.
+    ``piece`` (:class:`RowPiece`, only for ops whose chunks may cut the reduced axis: softmax,
+    log_softmax, cumsum, layer_norm, rms_norm): ``arrays`` are a piece of the rows ``piece.whole``.
     """
     impl = _IMPLS.get(op)
     if impl is None:
         module, func = _impl_of(op)
         impl = _IMPLS[op] = getattr(importlib.import_module(f"{__name__}.{module}"), func)
     with np.errstate(all="ignore"):
-        values, bound, aux = impl(op, arrays, dict(full, _resolution=resolution, _row0=int(row_offset), _cache=cache))
+        values, bound, aux = impl(op, arrays, dict(full, _resolution=resolution, _row0=int(row_offset), _cache=cache,
+                                               **({} if piece is None else {"_piece": piece})))
         values = np.asarray(values, dtype=np.float64)
         bound = _finish_bound(values, bound)
     return Reference(

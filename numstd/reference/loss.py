@@ -10,6 +10,11 @@ exp(d_j))`` and ``d_n = x_n[t_n] - max x_n <= 0`` (no cancellation), so the boun
 double-double by ``N`` (:func:`~numstd.reference.summation.dd_div_int`, ``+ DIV_C u^2 |values|``, the
 other terms divided by ``N``).
 
+The row statistics (``max x_n``, ``L_n`` and the terms of ``e_L,n``) come from
+:func:`numstd.reference.softmax.row_stats`, which widens a group of rows of about 2^16 logits at a
+time (or one block of a longer row), so the reference of a batch of long rows (a vocabulary of
+2^17 classes) stays in bounded memory whatever the chunk, with the bits of the one-pass rows.
+
 aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they broadcast to them),
 ``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
 rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .softmax import exp_rows, lse_error
+from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["cross_entropy", "mse_loss", "BATCH_KEY", "MSE_TERM_C"]
@@ -44,18 +49,19 @@ BATCH_KEY = "_batch"
 
 def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``cross_entropy(logits, target, reduction)``; see the module docstring."""
-    x = np.asarray(arrays[0], dtype=np.float64)
+    x = np.asarray(arrays[0])  # (widened to float64 a group of rows at a time by row_stats)
     target = np.asarray(arrays[1]).astype(np.intp)
     n, c = x.shape
     reduction = params["reduction"]
     if n == 0:
         z = np.zeros(0) if reduction == "none" else np.asarray(0.0)
         return z, z, {"lse": z, "dev": z, "K": np.asarray(float(c)), "N": np.asarray(0.0)}
-    r = exp_rows(x)
-    d_t = np.take_along_axis(r.d, target[:, None], axis=-1)[:, 0]
-    lse = r.lse[:, 0]
+    st = row_stats(x)
+    # d_t = fl(x_t - max): the element of softmax's d = fl(x - max) at the target
+    d_t = np.asarray(np.take_along_axis(x, target[:, None], axis=-1), dtype=np.float64)[:, 0] - st.m[:, 0]
+    lse = st.lse[:, 0]
     losses = lse - d_t
-    per_row = U * np.abs(losses) + U * np.abs(d_t) + lse_error(r)[:, 0]
+    per_row = U * np.abs(losses) + U * np.abs(d_t) + lse_error(st)[:, 0]
     aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(float(params.get(BATCH_KEY, n)))}
     if reduction == "none":
         return losses, per_row, aux

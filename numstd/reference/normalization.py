@@ -25,15 +25,29 @@ e_rms))``, ``y_j = fl(xhat_j w_j)`` (``+ u |y_j|``).
 
 When ``e_sigma >= sigma`` (a variance that is zero up to rounding and ``eps = 0``) the bound is
 infinite; ``0/0`` gives NaN as in torch.
+
+Long rows, in pieces (``check`` in bounded memory, :class:`~numstd.reference.RowPiece`): every
+element is computed from the row statistics alone (``mh, ml, e_mu, sigma, e_sigma`` / ``rms,
+e_rms``), so a piece gets the bits of the whole row.  Rows of at most :data:`NORM_BLOCK` elements get
+their statistics as above; longer rows are cut into aligned blocks of ``NORM_BLOCK`` elements (fixed
+by ``K`` alone), each summed by the pairwise double-double tree and the block sums by a second one
+with their low parts (as ``sum`` does), so ``d = ceil(log2 NORM_BLOCK) + ceil(log2 nb)`` in every
+bound above; ``S1`` and the ``e_V'`` sum are float64 sums of the blocks' sums.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
+from typing import Any, Callable
 
-__all__ = ["layer_norm", "rms_norm"]
+from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, sum_depth
+from ._rows import by_row_groups, cached_stats
+
+__all__ = ["layer_norm", "rms_norm", "NORM_BLOCK"]
+
+#: elements per block of a long row (a constant: the row statistics depend only on the row)
+NORM_BLOCK = 1 << 16
 
 
 def _mean_dd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -65,30 +79,83 @@ def _f64(a: np.ndarray | None) -> np.ndarray | None:
     return None if a is None else np.asarray(a, dtype=np.float64)
 
 
-def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Reference of ``layer_norm(x, weight, bias, eps)``; see the module docstring for the bound."""
-    x, w, b = (_f64(a) for a in arrays)
-    eps = params["eps"]
+def _ln_stats(x: np.ndarray, eps: float, keep: bool = False) -> tuple:
+    """layer_norm's row statistics ``(mh, ml, e_mu, sigma, e_sigma, S1)`` of whole rows ``x`` (float64,
+    keepdims; module docstring steps 1-4); with ``keep``, ``(stats, (|x|, dev, |dev|, delta))``."""
     K = x.shape[-1]
-    if x.size == 0:
-        z = np.zeros(x.shape)
-        one = z[..., :1]
-        return z, z, {"mean": one, "sigma": one, "xhat": z, "absw": np.ones(K), "absb": np.zeros(K),
-                      "absx": z, "absmean": one, "K": np.asarray(float(K))}
     absx = np.abs(x)
     S1 = np.sum(absx, axis=-1, keepdims=True)
     mh, ml, depth = _mean_dd(x)
     e_mu = DD_C * depth * U * U * S1 / K + DIV_C * U * U * np.abs(mh)
+    dev, adev, delta = _ln_dev(x, mh, ml, e_mu)
+    vh, vl, _ = _mean_dd(dev * dev)
+    st = (mh, ml, e_mu) + _ln_sigma(vh + vl, np.sum(delta * (2 * adev + delta), axis=-1, keepdims=True) / K,
+                                    depth, eps) + (S1,)
+    return (st, (absx, dev, adev, delta)) if keep else st
+
+
+def _ln_dev(x: np.ndarray, mh: np.ndarray, ml: np.ndarray, e_mu: np.ndarray) -> tuple:
+    """Step 2: ``dev``, ``|dev|`` and ``delta`` (elementwise given the row's mean)."""
     dev = (x - mh) - ml
     adev = np.abs(dev)
-    delta = 2.01 * U * adev + U * U * np.abs(mh) + e_mu
-    vh, vl, _ = _mean_dd(dev * dev)
-    V = vh + vl
-    e_V = (2 * U + DD_C * depth * U * U + DIV_C * U * U) * V + np.sum(delta * (2 * adev + delta), axis=-1,
-                                                                   keepdims=True) / K
+    return dev, adev, 2.01 * U * adev + U * U * np.abs(mh) + e_mu
+
+
+def _ln_sigma(V: np.ndarray, ev: np.ndarray, depth: int, eps: float) -> tuple:
+    """Steps 3-4: ``(sigma, e_sigma)`` from the variance ``V`` and ``e_V' = ev``."""
+    e_V = (2 * U + DD_C * depth * U * U + DIV_C * U * U) * V + ev
     W = V + eps
     sigma = np.sqrt(W)
     e_sigma = U * sigma + np.where(sigma > 0, (U * W + e_V) / np.where(sigma > 0, sigma, 1.0), np.inf)
+    return sigma, e_sigma
+
+
+def _blocked_dd(x: np.ndarray, f: Callable[[np.ndarray], np.ndarray], extra: Callable[[np.ndarray], Any] | None = None
+                ) -> tuple:
+    """Double-double row sums of ``f(block)`` over aligned blocks of :data:`NORM_BLOCK` of the rows
+    (last axis) of ``x`` (one block widened at a time), the blocks' sums by a second pairwise tree;
+    with ``extra``, also the float64 sum over the blocks of ``extra(block)`` (a row sum, keepdims)."""
+    K = x.shape[-1]
+    nb = -(-K // NORM_BLOCK)
+    lead = x.shape[:-1]
+    ph, pl, pe = np.zeros(lead + (nb,)), np.zeros(lead + (nb,)), np.zeros(lead + (nb,))
+    for k in range(nb):
+        blk = np.asarray(x[..., k * NORM_BLOCK:(k + 1) * NORM_BLOCK], dtype=np.float64)
+        ph[..., k], pl[..., k], _ = pairwise_sum(f(blk), -1)
+        if extra is not None:
+            pe[..., k] = extra(blk)[..., 0]
+    hi, lo, _ = pairwise_sum(ph, -1, pl)
+    return hi, lo, sum_depth(NORM_BLOCK) + sum_depth(nb), np.sum(pe, axis=-1, keepdims=True)
+
+
+def _ln_row_stats(x: np.ndarray, eps: float) -> tuple:
+    """:func:`_ln_stats` of whole rows ``x`` (any format, any strides) in bounded memory (module docstring)."""
+    K = x.shape[-1]
+    if K <= NORM_BLOCK:
+        return by_row_groups(x, lambda rows: _ln_stats(np.asarray(rows, dtype=np.float64), eps), NORM_BLOCK)
+    hi, lo, depth, S1 = _blocked_dd(x, lambda b: b, lambda b: np.sum(np.abs(b), axis=-1, keepdims=True))
+    mh, ml = (v[..., None] for v in dd_div_int(hi, lo, K))
+    e_mu = DD_C * depth * U * U * S1 / K + DIV_C * U * U * np.abs(mh)
+
+    def squares(b: np.ndarray) -> np.ndarray:
+        dev = _ln_dev(b, mh, ml, e_mu)[0]
+        return dev * dev
+
+    def ev(b: np.ndarray) -> np.ndarray:
+        _, adev, delta = _ln_dev(b, mh, ml, e_mu)
+        return np.sum(delta * (2 * adev + delta), axis=-1, keepdims=True)
+
+    h2, l2, _, evs = _blocked_dd(x, squares, ev)
+    vh, vl = dd_div_int(h2, l2, K)
+    return (mh, ml, e_mu) + _ln_sigma((vh + vl)[..., None], evs / K, depth, eps) + (S1,)
+
+
+def _ln_elements(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, st: tuple, K: int,
+                 parts: tuple | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Steps 5-6 for the elements ``x`` (float64; whole rows or a piece, with its ``w``, ``b``) of rows
+    whose statistics are ``st`` (``parts``: ``|x|, dev, |dev|, delta`` where already computed)."""
+    mh, ml, e_mu, sigma, e_sigma, S1 = st
+    absx, dev, adev, delta = parts if parts is not None else (np.abs(x),) + _ln_dev(x, mh, ml, e_mu)
     xhat = dev / sigma
     err = U * np.abs(xhat) + delta / sigma + (adev + delta) * _inverse_term(sigma, e_sigma)
     y, bound, absw, absb = _affine(xhat, err, w, b)
@@ -97,21 +164,73 @@ def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
     return y, bound, aux
 
 
-def rms_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Reference of ``rms_norm(x, weight, eps)``; see the module docstring for the bound."""
-    x, w = (_f64(a) for a in arrays)
+def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``layer_norm(x, weight, bias, eps)``; see the module docstring for the bound."""
+    x, w, b = (_f64(a) for a in arrays)
     eps = params["eps"]
+    piece = params.get("_piece")
+    if piece is not None:
+        whole = np.asarray(piece.whole[0])
+        st = cached_stats(params, "layer_norm rows", lambda: _ln_row_stats(whole, eps))
+        return _ln_elements(x, w, b, st, whole.shape[-1])
     K = x.shape[-1]
     if x.size == 0:
         z = np.zeros(x.shape)
-        return z, z, {"rms": z[..., :1], "xhat": z, "absw": np.ones(K), "K": np.asarray(float(K))}
-    qh, ql, depth = _mean_dd(x * x)
-    q = qh + ql
+        one = z[..., :1]
+        return z, z, {"mean": one, "sigma": one, "xhat": z, "absw": np.ones(K), "absb": np.zeros(K),
+                      "absx": z, "absmean": one, "K": np.asarray(float(K))}
+    if K > NORM_BLOCK:
+        return _ln_elements(x, w, b, _ln_row_stats(x, eps), K)
+    st, parts = _ln_stats(x, eps, keep=True)
+    return _ln_elements(x, w, b, st, K, parts)
+
+
+def _rms_stats(q: np.ndarray, depth: int, eps: float) -> tuple:
+    """``(rms, e_rms)`` from ``q = mean(x^2)``."""
     e_q = (2 * U + DD_C * depth * U * U + DIV_C * U * U) * q
     W = q + eps
     rms = np.sqrt(W)
     e_rms = U * rms + np.where(rms > 0, (U * W + e_q) / np.where(rms > 0, rms, 1.0), np.inf)
+    return rms, e_rms
+
+
+def _rms_row_stats(x: np.ndarray, eps: float) -> tuple:
+    """``(rms, e_rms)`` of whole rows ``x`` (any format, any strides) in bounded memory."""
+    K = x.shape[-1]
+    if K <= NORM_BLOCK:
+        def whole(rows: np.ndarray) -> tuple:
+            r = np.asarray(rows, dtype=np.float64)
+            qh, ql, depth = _mean_dd(r * r)
+            return _rms_stats(qh + ql, depth, eps)
+
+        return by_row_groups(x, whole, NORM_BLOCK)
+    hi, lo, depth, _ = _blocked_dd(x, lambda b: b * b)
+    qh, ql = dd_div_int(hi, lo, K)
+    return _rms_stats((qh + ql)[..., None], depth, eps)
+
+
+def _rms_elements(x: np.ndarray, w: np.ndarray | None, st: tuple, K: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    rms, e_rms = st
     xhat = x / rms
     err = U * np.abs(xhat) + np.abs(x) * _inverse_term(rms, e_rms)
     y, bound, absw, _ = _affine(xhat, err, w, None)
     return y, bound, {"rms": rms, "xhat": xhat, "absw": absw, "K": np.asarray(float(K))}
+
+
+def rms_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``rms_norm(x, weight, eps)``; see the module docstring for the bound."""
+    x, w = (_f64(a) for a in arrays)
+    eps = params["eps"]
+    piece = params.get("_piece")
+    if piece is not None:
+        whole = np.asarray(piece.whole[0])
+        st = cached_stats(params, "rms_norm rows", lambda: _rms_row_stats(whole, eps))
+        return _rms_elements(x, w, st, whole.shape[-1])
+    K = x.shape[-1]
+    if x.size == 0:
+        z = np.zeros(x.shape)
+        return z, z, {"rms": z[..., :1], "xhat": z, "absw": np.ones(K), "K": np.asarray(float(K))}
+    if K > NORM_BLOCK:
+        return _rms_elements(x, w, _rms_row_stats(x, eps), K)
+    qh, ql, depth = _mean_dd(x * x)
+    return _rms_elements(x, w, _rms_stats(qh + ql, depth, eps), K)

@@ -7,7 +7,11 @@ With ``u = 2**-53``, ``S = sum |x|`` over the summands of an output and the doub
 * mean:   the double-double sum divided by ``K`` with :func:`~numstd.reference.summation.dd_div_int`:
   ``|values - s/K| <= |lo'| + DIV_C u^2 |values| + DD_C * d * u^2 * S / K`` (``DIV_C = 5``);
 * cumsum: ``|values_i - s_i| <= |lo_i| + DD_C * (b + nb) * u^2 * S_i`` with ``S_i`` the prefix sum
-  of ``|x|`` and ``b + nb ~ 2 sqrt(n)`` the chain length of the blocked scan.
+  of ``|x|`` and ``b + nb ~ 2 sqrt(n)`` the chain length of the blocked scan.  A piece of a row
+  (``check``'s chunks of long rows, :class:`~numstd.reference.RowPiece`) continues the scan from
+  the carried state of the piece before it — the offset of its first block, the running ``S`` and
+  the running plain sum — so its elements get the bits of the whole scan (the blocks of ``ceil(sqrt
+  n)`` depend only on the row length ``n``, never on the cut).
 
 The ``|lo|`` term is at most ``u |values|``; the second is below ``2**-90 S`` for any axis shorter
 than ``2**20``, so the reference stays accurate to far below a float32 ulp even when the sum
@@ -24,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum, sum_depth
+from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum, prefix_sum_piece, sum_depth
 
 __all__ = ["sum_", "mean", "cumsum"]
 
@@ -125,8 +129,10 @@ def mean(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
 
 def cumsum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``cumsum(x, axis)``; see the module docstring for the bound."""
-    x = np.asarray(arrays[0], dtype=np.float64)
     axis = params["axis"]
+    if params.get("_piece") is not None:
+        return _cumsum_piece(params["_piece"], axis, params.get("_cache"))
+    x = np.asarray(arrays[0], dtype=np.float64)
     hi, lo, chain = prefix_sum(x, axis)
     S = np.cumsum(np.abs(x), axis=axis)
     bad = ~np.isfinite(S)
@@ -139,3 +145,51 @@ def cumsum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     k_shape[axis] = n
     K = np.arange(1, n + 1, dtype=np.float64).reshape(k_shape)
     return hi, bound, {"abssum": S, "K": K}
+
+
+#: elements per step when a piece's carried state must be rebuilt from the start of its rows
+_CARRY_STEP = 1 << 16
+
+
+def _cumsum_piece(piece: Any, axis: int, cache: dict | None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """:func:`cumsum`'s values, bound and aux for ``piece`` (a RowPiece along ``axis``) of whole rows.
+
+    The scan's state at the piece's start comes from the piece before it (``cache``: pieces of a row
+    arrive in order) or, failing that, is rebuilt by scanning the row up to there in steps.
+    """
+    whole = np.moveaxis(np.asarray(piece.whole[0]), axis, -1)
+    start, stop = piece.start, piece.stop
+    key = ("cumsum rows", piece.key)
+    hit = cache.get("cumsum rows") if cache is not None else None
+    if hit is not None and hit[0] == (key, start):
+        state = hit[1]
+    else:
+        state = None
+        for a in range(0, start, _CARRY_STEP):
+            state = _scan(whole, a, min(start, a + _CARRY_STEP), state)[-1]
+    hi, lo, S, chain, state = _scan(whole, start, stop, state)
+    if cache is not None:
+        cache["cumsum rows"] = ((key, stop), state)
+    bound = np.abs(lo) + DD_C * chain * U * U * S
+    K = np.arange(start + 1, stop + 1, dtype=np.float64)
+    return (np.moveaxis(hi, -1, axis), np.moveaxis(bound, -1, axis),
+            {"abssum": np.moveaxis(S, -1, axis), "K": np.moveaxis(np.broadcast_to(K, (1,) * (whole.ndim - 1) + K.shape), -1, axis)})
+
+
+def _scan(whole: np.ndarray, start: int, stop: int, state: tuple | None) -> tuple:
+    """(hi, lo, S, chain, state after ``stop``) of the elements ``start .. stop - 1`` of the rows
+    (last axis) of ``whole``, continuing from ``state`` (None at the start of the rows): the double-double
+    scan (:func:`~numstd.reference.summation.prefix_sum_piece`), the running ``sum |x|`` and the
+    running plain sum (numpy's sequential ``cumsum``, continued from the carried value, so the same
+    additions in the same order as on the whole row), which replaces the value where ``S`` is not finite."""
+    lead = whole.shape[:-1]
+    dd, s0, c0 = (None, np.zeros(lead + (1,)), np.zeros(lead + (1,))) if state is None else state
+    hi, lo, chain, dd = prefix_sum_piece(whole, start, stop, dd)
+    x = np.asarray(whole[..., start:stop], dtype=np.float64)
+    S = np.cumsum(np.concatenate([s0, np.abs(x)], axis=-1), axis=-1)[..., 1:]
+    c = np.cumsum(np.concatenate([c0, x], axis=-1), axis=-1)[..., 1:]
+    bad = ~np.isfinite(S)
+    if bad.any():
+        hi = np.where(bad, c, hi)
+        lo = np.where(bad, np.inf, lo)
+    return hi, lo, S, chain, (dd, S[..., -1:].copy(), c[..., -1:].copy())
