@@ -108,7 +108,7 @@ def _from_parquet(p: Path) -> list[tuple[str, Verdict]]:
 
 
 # ---------------------------------------------------------------------------------- plots
-def _pyplot() -> Any:
+def _agg_classes() -> Any:
     """matplotlib's Agg figure and canvas classes, or None when matplotlib is missing (pyplot is
     not needed: the report's figures never reach pyplot's figure manager)."""
     try:
@@ -254,16 +254,21 @@ _PER_TASK = 16
 _worker_plotter: "_Plotter | None" = None
 
 
-def _draw_some(jobs: Sequence[tuple[int, str, Verdict, tuple | None]], pdir: Path) -> dict[int, list[tuple[Path, str]]]:
-    """Both plots of each job ``(index, title, verdict, npz data)`` on this process's plotter."""
+def _draw_some(jobs: Sequence[tuple[int, str, Verdict, tuple | None]], pdir: Path,
+               plotter: "_Plotter | None" = None) -> dict[int, list[tuple[Path, str]]]:
+    """Both plots of each job ``(index, title, verdict, npz data)`` on ``plotter``; without one (in
+    a pool worker) on the worker's own.  (A report drawn in the calling process has a plotter of
+    its own: reports written from several threads share no figure.)"""
     global _worker_plotter
-    if _worker_plotter is None:
-        _worker_plotter = _Plotter(_pyplot())
+    if plotter is None:
+        if _worker_plotter is None:
+            _worker_plotter = _Plotter(_agg_classes())
+        plotter = _worker_plotter
     out = {}
     for i, title, v, data in jobs:
-        hist = _worker_plotter.histogram(v, title, pdir / f"{i:04d}-histogram.png")
+        hist = plotter.histogram(v, title, pdir / f"{i:04d}-histogram.png")
         out[i] = [(hist, f"|ULP error| histogram of {v.ulp.count:,} compared elements"),
-                  _worker_plotter.magnitude(v, title, pdir / f"{i:04d}-magnitude.png", data)]
+                  plotter.magnitude(v, title, pdir / f"{i:04d}-magnitude.png", data)]
     return out
 
 
@@ -299,9 +304,10 @@ def _draw_all(jobs: list[tuple[int, str, Verdict, tuple | None]], pdir: Path,
         except (OSError, BrokenProcessPool) as exc:  # no processes here (a sandbox), or one died: draw here
             print(f"numstd report: drawing in one process ({exc})", file=sys.stderr)
             images = {}
+    plotter = _Plotter(_agg_classes())
     with bar(len(jobs), "report plots", "verdict") as b:
         for job in jobs:
-            images.update(_draw_some([job], pdir))
+            images.update(_draw_some([job], pdir, plotter))
             b.update(1)
     return images
 
@@ -417,10 +423,10 @@ def write_report(items: Iterable[tuple[str, Verdict]], out: str | Path, *,
     bad = [k for k in npz if not 0 <= k < len(items)]
     if bad:
         raise NumstdError(f"--npz index {bad[0]} is not a verdict of this report (0 … {len(items) - 1})")
-    plt = _pyplot() if plots != "none" else None
-    note = "" if plt is not None or plots == "none" else "matplotlib is not installed: no plots (pip install matplotlib)."
+    classes = _agg_classes() if plots != "none" else None
+    note = "" if classes is not None or plots == "none" else "matplotlib is not installed: no plots (pip install matplotlib)."
     images: dict[int, list[tuple[Path, str]]] = {}
-    if plt is not None:
+    if classes is not None:
         pdir = out / "plots"
         pdir.mkdir(exist_ok=True)
         jobs = [(i, f"{i}. {label}"[:80], v, npz.get(i)) for i, (label, v) in enumerate(items)
