@@ -154,6 +154,21 @@ def test_plots_drawn_by_a_process_pool_equal_the_serial_ones(tmp_path):
         write_report(many, tmp_path / "x", workers=0)
 
 
+def test_spawned_plot_workers_draw_the_same_plots(tmp_path, monkeypatch):
+    # (macOS, Windows and processes with threads start the workers by spawning, not forking)
+    pytest.importorskip("matplotlib")
+    import multiprocessing
+
+    from numstd.reporting import html
+
+    rng = np.random.default_rng(2)
+    many = [(f"v{i}", _verdict(i % 2 == 0, rng.standard_normal(200) * (1 + i))) for i in range(17)]
+    write_report(many, tmp_path / "serial", workers=1)
+    monkeypatch.setattr(html, "_mp_context", lambda: multiprocessing.get_context("spawn"))
+    write_report(many, tmp_path / "spawned", workers=2)
+    assert _pngs(tmp_path / "spawned") == _pngs(tmp_path / "serial")
+
+
 def test_reports_written_from_two_threads_share_no_figure(tmp_path, verdicts):
     # (docs/grading.md §4: the report code shares no mutable state; the kept figures are per report)
     pytest.importorskip("matplotlib")

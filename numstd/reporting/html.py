@@ -272,6 +272,17 @@ def _draw_some(jobs: Sequence[tuple[int, str, Verdict, tuple | None]], pdir: Pat
     return out
 
 
+def _mp_context() -> Any:
+    """How the plot workers start: forked on Linux when this process runs one thread (they inherit
+    matplotlib and numstd, already imported); spawned otherwise (macOS, Windows, or a process
+    with threads, e.g. torch's or jax's, which a fork may copy holding a lock)."""
+    import multiprocessing
+    import threading
+
+    linux = sys.platform.startswith("linux")
+    return multiprocessing.get_context("fork" if linux and threading.active_count() == 1 else "spawn")
+
+
 def _draw_all(jobs: list[tuple[int, str, Verdict, tuple | None]], pdir: Path,
               workers: int | None) -> dict[int, list[tuple[Path, str]]]:
     """Every job's plots, in a process pool when there are enough of them (:func:`write_report`),
@@ -285,15 +296,11 @@ def _draw_all(jobs: list[tuple[int, str, Verdict, tuple | None]], pdir: Path,
     tasks = [jobs[k:k + _PER_TASK] for k in range(0, len(jobs), _PER_TASK)] if workers > 1 else []
     images: dict[int, list[tuple[Path, str]]] = {}
     if len(tasks) > 1:
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        # fork where it is safe (Linux): the workers inherit matplotlib and numstd, already imported;
-        # elsewhere the platform's default start method
-        ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
         try:
-            with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=_mp_context()) as pool:
                 futures = [pool.submit(_draw_some, t, pdir) for t in tasks]
                 with bar(len(jobs), "report plots", "verdict") as b:
                     for f in as_completed(futures):
