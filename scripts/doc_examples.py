@@ -111,7 +111,14 @@ CLI = {
     "cli-publish": "python -m numstd calibrate --op matmul --inputs bfloat16 --quick --out calib-out > /dev/null; "
                    "mkdir -p repo/standards && cp -r " + shlex.quote(str(ROOT / "standards")) + "/. repo/standards/ "
                    "&& python -m numstd publish calib-out/NS-MATMUL-BF16@2.toml --root repo",
-    "cli-grade": "python -m numstd grade --problem problem.py --candidate faithful.py",
+    "cli-export": "python -m numstd capture --standard NS-SOFTMAX-BF16 --backend numpy --quick --out a.parquet "
+                  "> /dev/null; python -m numstd export a.parquet --out a.safetensors",
+    # a fixed --secret-seed: grade draws a fresh secret per run by default, which would change the
+    # page on every regeneration (the worst quantile moves with the draws)
+    "cli-grade": "python -m numstd grade --problem problem.py --candidate faithful.py --secret-seed 1",
+    "cli-review": "python -m numstd grade --problem problem.py --candidate faithful.py --secret-seed 1 --json "
+                  "> grade.json; python -m numstd review grade.json | head -5",  # (its reproduce block has a fence of its own)
+    "cli-verify": "python -m numstd verify",
     "cli-docs": "python -m numstd docs --out pages | head -3",
 }
 

@@ -34,3 +34,25 @@ def test_every_example_marker_names_a_known_example():
     for rel in mod.FILES:
         for m in mod.MARKER.finditer((ROOT / rel).read_text(encoding="utf-8")):
             assert m["name"] in mod.EXAMPLES, (rel, m["name"])
+
+
+def test_cli_page_documents_every_command_with_a_worked_example():
+    mod = _script()
+    from numstd.cli.app import COMMANDS
+
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = {}
+    for block in text.split("\n## ")[1:]:
+        name = block.split("`")[1].split()[0]
+        sections[name] = [m["name"] for m in mod.MARKER.finditer("\n" + block.split("\n", 1)[1])]
+    for command in COMMANDS:
+        assert command in sections, f"docs/cli.md has no section for `{command}`"
+        assert sections[command], f"docs/cli.md's `{command}` section has no generated example"
+        for example in sections[command]:  # the example runs the command it documents
+            assert f"python -m numstd {command}" in mod.CLI[example], (command, example)
+
+
+def test_the_grade_example_fixes_the_secret_seed():
+    # (grade draws a fresh secret per run: without a fixed one the page changes on every regeneration)
+    mod = _script()
+    assert "--secret-seed" in mod.CLI["cli-grade"] and "--secret-seed" in mod.CLI["cli-review"]

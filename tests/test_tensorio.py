@@ -186,3 +186,19 @@ def test_cli_check_judges_bf16_outputs_read_from_safetensors_and_npz(tmp_path, c
     np.save(tmp_path / "bf.npy", good)  # |V2: refused with how to save it, exit 2
     assert main(["check", "--op", "softmax", "--inputs", f"{case}:x", "--actual", str(tmp_path / "bf.npy")]) == 2
     assert "numstd.tensorio.save" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz", ".npy"])
+def test_a_scalar_keeps_its_empty_shape(tmp_path, suffix):
+    # (np.ascontiguousarray turns a 0-d array into shape (1,): a scalar loss must come back 0-d)
+    x = np.array(1.5, dtype=ml_dtypes.bfloat16)
+    back = tensorio.load(tensorio.save(tmp_path / f"s{suffix}", {"x": x})).array("x")
+    assert back.shape == () and back.dtype == x.dtype and back.tobytes() == x.tobytes()
+
+
+def test_safetensors_metadata_is_kept_beside_the_format_names(tmp_path):
+    p = tensorio.save(tmp_path / "m.safetensors", {"x": np.zeros(2, np.float32)}, metadata={"origin": "test"})
+    header_len = int.from_bytes(p.read_bytes()[:8], "little")
+    meta = json.loads(p.read_bytes()[8:8 + header_len])["__metadata__"]
+    assert meta["origin"] == "test" and json.loads(meta[tensorio.FORMATS_KEY]) == {"x": "float32"}
+    assert tensorio.load(p).metadata == meta

@@ -54,7 +54,7 @@ from ..core.errors import BackendUnavailable, DataIntegrityError, NumstdError, S
 
 __all__ = [
     "SCHEMA", "METADATA_KEY", "capture", "write_capture", "read_capture", "capture_metadata",
-    "capture_outputs", "resolve_standard", "compare", "Comparison", "CaptureReport", "PairReport",
+    "capture_outputs", "export_safetensors", "read_safetensors_export", "EXPORT_CASES_KEY", "resolve_standard", "compare", "Comparison", "CaptureReport", "PairReport",
     "CaseVerdict", "PairCase",
 ]
 
@@ -419,6 +419,91 @@ def capture_outputs(table: Any) -> dict[str, np.ndarray | None]:
         arr = np.frombuffer(bits, dtype=get_format(fmt).dtype).reshape(shape)
         out[cid] = arr.byteswap() if sys.byteorder == "big" and arr.dtype.itemsize > 1 else arr
     return out
+
+
+# ------------------------------------------------------------------------------ safetensors
+#: ``__metadata__`` key of an export holding the capture's rows without their bits (JSON list)
+EXPORT_CASES_KEY = "numstd.capture.cases"
+
+
+def export_safetensors(capture_: Any, path: str | os.PathLike) -> Path:
+    """Write a capture's outputs as one safetensors file, bit for bit (DESIGN.md: captures stay
+    Parquet; this is their export for tools that read tensors).
+
+    One tensor per case that produced an output, named by its case ID, in the case's output
+    format, written by :func:`numstd.core.tensorio.save`: float64/32/16, bfloat16 and the OCP fp8
+    formats with safetensors' own dtype codes, the fnuz fp8 formats as raw bytes, tf32 as F32,
+    and numstd's name of every format in ``__metadata__["numstd.formats"]``.  ``__metadata__``
+    also holds the capture's file metadata (``"numstd.capture"``, JSON) and every row without its
+    bits (:data:`EXPORT_CASES_KEY`, JSON; cases where the backend raised have their ``error``
+    there and no tensor), so that :func:`read_safetensors_export` rebuilds the capture exactly.
+
+    Parameters
+    ----------
+    capture_ : pyarrow.Table or path
+        A capture (:func:`capture`) or its Parquet file (read with :func:`read_capture`).
+    path : the ``.safetensors`` file to write
+
+    Returns
+    -------
+    The path written.
+
+    Raises
+    ------
+    SchemaError, DataIntegrityError
+        For a capture that :func:`read_capture` would refuse.
+    ParameterError
+        For a path without the ``.safetensors`` suffix.
+    """
+    from ..core import tensorio
+    from ..core.errors import ParameterError
+
+    table = capture_ if hasattr(capture_, "schema") else read_capture(capture_)
+    _validate(table, "capture table")
+    out = Path(path)
+    if out.suffix.lower() != ".safetensors":
+        raise ParameterError(f"{out}: the export is a .safetensors file; name it OUT.safetensors")
+    outputs = capture_outputs(table)
+    rows = table.drop_columns(["output_bits"]).to_pylist()
+    arrays = {cid: a for cid, a in outputs.items() if a is not None}
+    formats = {r["case_id"]: r["output_format"] for r in rows if r["error"] is None}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = (table.schema.metadata or {})[METADATA_KEY].decode()
+    return tensorio.save(out, arrays, formats=formats,
+                         metadata={METADATA_KEY.decode(): meta, EXPORT_CASES_KEY: json.dumps(rows, sort_keys=True)})
+
+
+def read_safetensors_export(path: str | os.PathLike) -> Any:
+    """The capture an :func:`export_safetensors` file holds, as the ``pyarrow.Table`` it was
+    (validated as :func:`read_capture` validates a Parquet capture: bits against their sha256).
+
+    Raises
+    ------
+    SchemaError
+        For a safetensors file that is no numstd capture export, or whose tensors and rows differ.
+    DataIntegrityError
+        For bits that do not match their recorded sha256.
+    """
+    from ..core import tensorio
+
+    tf = tensorio.load(path)
+    try:
+        meta = json.loads(tf.metadata[METADATA_KEY.decode()])
+        rows = json.loads(tf.metadata[EXPORT_CASES_KEY])
+    except (KeyError, ValueError):
+        raise SchemaError(f"{path}: no capture metadata ({METADATA_KEY.decode()}, {EXPORT_CASES_KEY}): "
+                          "not written by numstd's capture export") from None
+    with_bits = {r["case_id"] for r in rows if r["error"] is None}
+    if with_bits != set(tf.arrays):
+        raise SchemaError(f"{path}: tensors {sorted(set(tf.arrays) ^ with_bits)[:3]} … do not match the rows")
+    cols: dict[str, list] = {name: [] for name in _arrow_schema().names}
+    for r in rows:
+        bits = _le_bytes(tf.arrays[r["case_id"]]) if r["error"] is None else b""
+        for name in cols:
+            cols[name].append(bits if name == "output_bits" else r[name])
+    table = _table(cols, meta)
+    _validate(table, str(path))
+    return table
 
 
 # ------------------------------------------------------------------------------ compare

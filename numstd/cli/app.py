@@ -28,6 +28,7 @@ COMMANDS = {
     "backends": ("numstd.cli.backends", "list backends with available/unavailable and why"),
     "capture": ("numstd.cli.capture", "run a standard's suite on a backend and write a Parquet capture"),
     "compare": ("numstd.cli.capture", "judge captures against the reference and against each other"),
+    "export": ("numstd.cli.capture", "write a capture's outputs as safetensors, bit for bit (formats in __metadata__)"),
     "calibrate": ("numstd.cli.calibrate", "derive a standard's constants from evidence; write a draft"),
     "publish": ("numstd.cli.publish", "move a reviewed draft into standards/, update LOCK and docs"),
     "grade": ("numstd.cli.grade", "grade a KernelBench-layout candidate against its problem"),

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         from ..core.progress import counter
 
         report = grade_files(args.problem, args.candidate, max_dim=args.max_dim, inputs=args.inputs,
-                             progress=counter("grade", "step"), dtype=args.dtype,
+                             progress=counter("grade", "case"), dtype=args.dtype,
                              trials=args.trials, seed=args.seed, device=args.device, standard=args.standard,
                              secret_seed=getattr(args, "secret_seed", None),
                              isolate=not getattr(args, "in_process", True), timeout_s=getattr(args, "timeout", 120.0),

@@ -3,7 +3,8 @@
 Reads each ``VERDICTS`` file (:func:`numstd.reporting.html.load_verdict_files`: verdict JSON, a
 list of them, a grade report or a Parquet table of verdicts) and writes ``report.md``,
 ``report.html`` and ``plots/`` (:func:`numstd.reporting.html.write_report`).  ``--npz I=FILE``
-(arrays ``actual`` and ``reference``, never unpickled) plots every element of verdict ``I``.
+(arrays ``actual`` and ``reference``, never unpickled) plots every element of verdict ``I``;
+``--workers N`` sets the processes that draw the plots.
 Exit code 0, 2 on a usage error (an unreadable file, a bad ``--npz``).
 """
 
@@ -26,6 +27,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--npz", action="append", default=[], metavar="I=FILE",
                    help="arrays 'actual' and 'reference' of verdict I: plot every element")
     p.add_argument("--plots", choices=("all", "failed", "none"), default="all", help="which verdicts get plots")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes drawing the plots (default: one per core, at most 4; 1: this process)")
 
 
 def _npz(spec: str) -> tuple[int, Any, Any]:
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     for spec in args.npz:
         i, a, r = _npz(spec)
         npz[i] = (a, r)
-    paths = write_report(items, args.out, npz=npz, plots=args.plots)
+    paths = write_report(items, args.out, npz=npz, plots=args.plots, workers=args.workers)
     n_fail = sum(not v.passed for _, v in items)
     print(f"{len(items)} verdict(s), {n_fail} failing: {paths['markdown']} and {paths['html']}")
     if paths["plots"]:

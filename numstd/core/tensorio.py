@@ -73,11 +73,13 @@ class TensorFile:
     path : the file
     arrays : ``{name: numpy array}`` (ml_dtypes arrays for bfloat16 and fp8; tf32 in float32)
     formats : ``{name: format name}`` for the floating tensors (``"tf32"`` where the file says so)
+    metadata : a safetensors file's ``__metadata__`` (strings; empty for ``.npy``/``.npz``)
     """
 
     path: Path
     arrays: dict[str, np.ndarray]
     formats: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     def array(self, name: str | None = None) -> np.ndarray:
         """The tensor ``name``; without a name, the file's only tensor.
@@ -116,7 +118,8 @@ def _format_name(name: str, arr: np.ndarray, formats: Mapping[str, str]) -> str 
                          "nor an integer or boolean type; convert it first") from None
 
 
-def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapping[str, str] | None = None) -> Path:
+def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapping[str, str] | None = None,
+         metadata: Mapping[str, str] | None = None) -> Path:
     """Write tensors to ``path`` (``.safetensors``, ``.npy`` or ``.npz``, by its suffix), exactly.
 
     Parameters
@@ -126,6 +129,9 @@ def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapp
     formats : ``{name: format}``, optional
         Format names for tensors whose dtype does not say it (``"tf32"`` for a float32 array of
         tf32 values); the others are found from the dtype.
+    metadata : ``{key: text}``, optional
+        More entries of a safetensors file's ``__metadata__`` (strings, as the format requires;
+        :data:`FORMATS_KEY` is numstd's own).  ``.npy``/``.npz`` have no such map.
 
     Returns
     -------
@@ -134,7 +140,9 @@ def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapp
     Raises
     ------
     ParameterError
-        For an unknown suffix, or several tensors for a ``.npy``.
+        For an unknown suffix, several tensors for a ``.npy``, or ``metadata`` for a file that is
+        not ``.safetensors``, with :data:`FORMATS_KEY` among its keys, or with a value that is
+        not a string.
     DtypeError
         For a dtype that is no numstd format, integer or boolean type.
     """
@@ -142,9 +150,9 @@ def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapp
 
     p = Path(path)
     if isinstance(arrays, Mapping):
-        items = {str(k): np.ascontiguousarray(_as_numpy(v, str(k))) for k, v in arrays.items()}
+        items = {str(k): _contiguous(_as_numpy(v, str(k))) for k, v in arrays.items()}
     else:
-        items = {"x": np.ascontiguousarray(_as_numpy(arrays, "x"))}
+        items = {"x": _contiguous(_as_numpy(arrays, "x"))}
     declared = dict(formats or {})
     unknown = sorted(set(declared) - set(items))
     if unknown:
@@ -152,8 +160,13 @@ def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapp
     names = {k: _format_name(k, a, declared) for k, a in items.items()}
     fmts = {k: v for k, v in names.items() if v is not None}
     suffix = p.suffix.lower()
+    extra = dict(metadata or {})
+    if extra and suffix != ".safetensors":
+        raise ParameterError(f"{p}: metadata is kept only by .safetensors files (their __metadata__)")
+    if FORMATS_KEY in extra or not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
+        raise ParameterError(f"metadata must map strings to strings, without numstd's own key {FORMATS_KEY!r}")
     if suffix == ".safetensors":
-        _save_safetensors(p, items, fmts)
+        _save_safetensors(p, items, fmts, extra)
     elif suffix == ".npy":
         if len(items) != 1:
             raise ParameterError(f"{p}: a .npy file holds one array, got {len(items)}; use .npz or .safetensors")
@@ -174,6 +187,11 @@ def save(path: str | Path, arrays: Mapping[str, Any] | np.ndarray, formats: Mapp
     return p
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` in C order with its own shape (``np.ascontiguousarray`` makes a 0-d array 1-d)."""
+    return np.ascontiguousarray(a).reshape(a.shape)
+
+
 def _numpy_storage(a: np.ndarray) -> np.ndarray:
     """What a .npy/.npz stores: numpy's own dtypes as they are, an ml_dtypes array as its bits
     (unsigned integers of its size: numpy would write ``|V2``, or for some fp8 types a ``<f1``
@@ -183,7 +201,8 @@ def _numpy_storage(a: np.ndarray) -> np.ndarray:
     return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
-def _save_safetensors(p: Path, items: Mapping[str, np.ndarray], fmts: Mapping[str, str]) -> None:
+def _save_safetensors(p: Path, items: Mapping[str, np.ndarray], fmts: Mapping[str, str],
+                      extra: Mapping[str, str]) -> None:
     from safetensors.numpy import save_file
 
     out = {}
@@ -194,7 +213,7 @@ def _save_safetensors(p: Path, items: Mapping[str, np.ndarray], fmts: Mapping[st
         else:  # raw bytes, read back through the format name
             raw = a.reshape(-1).view(np.uint8)
             out[k] = raw.reshape(a.shape if a.dtype.itemsize == 1 else (*a.shape, a.dtype.itemsize))
-    save_file(out, str(p), metadata={FORMATS_KEY: json.dumps(dict(fmts), sort_keys=True)})
+    save_file(out, str(p), metadata={**extra, FORMATS_KEY: json.dumps(dict(fmts), sort_keys=True)})
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -250,7 +269,7 @@ def _load_safetensors(p: Path) -> TensorFile:
         elif arr.dtype.kind not in "iub":
             formats[name] = format_of(arr).name
         arrays[name] = arr
-    return TensorFile(p, arrays, formats)
+    return TensorFile(p, arrays, formats, dict(meta))
 
 
 def _load_numpy(p: Path) -> TensorFile:

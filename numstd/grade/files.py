@@ -136,7 +136,7 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
     ``kwargs`` go to :func:`numstd.grade.grade` (``dtype``, ``trials``, ``seed``, ``secret_seed``,
     ``protocol``, ``device``, …); the problem's module-level ``NUMSTD_OP`` declares its catalog op.
     ``inputs`` (a tensor file, :func:`file_inputs`) replaces the problem's ``get_inputs`` draw;
-    ``progress(done, 3)`` (optional) is called after loading the problem, the candidate, and grading.
+    ``progress(done, total)`` (optional) is called after each case has run (:func:`numstd.grade.grade`).
     ``isolate=True`` never executes the candidate file here: it runs in a subprocess
     (:class:`numstd.grade.isolated.IsolatedCandidate`, ``timeout_s`` per call).  ``shapes2`` grades
     a second shape set too, the problem's size constants changed by :func:`second_shapes` (not with
@@ -151,9 +151,7 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
     """
     from .grading import grade
 
-    step = progress or (lambda done, total: None)
     prob = load_module(problem, max_dim=max_dim)
-    step(1, 3)
     for attr in ("Model", "get_inputs"):
         if not hasattr(prob, attr):
             raise ParameterError(f"{problem}: defines no {attr}; a KernelBench problem has Model, get_inputs "
@@ -172,7 +170,6 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
         if not hasattr(cand, "ModelNew"):
             raise CandidateLoadError(f"{candidate}: defines no ModelNew")
         model_new = cand.ModelNew
-    step(2, 3)
     init = getattr(prob, "get_init_inputs", lambda: [])
     if "op" not in kwargs and hasattr(prob, "NUMSTD_OP"):
         kwargs["op"] = prob.NUMSTD_OP
@@ -184,8 +181,7 @@ def grade_files(problem: str | Path, candidate: str | Path, *, max_dim: int | No
     try:
         from dataclasses import replace
 
-        report = grade(prob.Model, model_new, make_inputs, init_inputs=init, **kwargs)
-        step(3, 3)
+        report = grade(prob.Model, model_new, make_inputs, init_inputs=init, progress=progress, **kwargs)
         return replace(report, protocol=dict(report.protocol, problem=str(problem), candidate=str(candidate),
                                              max_dim=max_dim))
     except NumstdError:

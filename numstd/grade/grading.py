@@ -324,7 +324,8 @@ def _is_torch_object(x: Any) -> bool:
 
 
 def _run_all(setup: _Setup, fmt: Any, distributions: Sequence[str], seed: int, record: bool,
-             keep_inputs: bool, protocol: "Protocol | None" = None, stats: "_Stats | None" = None) -> list[CaseRun]:
+             keep_inputs: bool, protocol: "Protocol | None" = None, stats: "_Stats | None" = None,
+             tick: Callable[[], None] | None = None) -> list[CaseRun]:
     from ..core.formats import get_format
 
     protocol = protocol or Protocol.off()
@@ -354,6 +355,8 @@ def _run_all(setup: _Setup, fmt: Any, distributions: Sequence[str], seed: int, r
                 run.inputs = [to_numpy(x, name="input").copy() if adapter.is_array(x) else x for x in work]
             runs.append(run)
             index += 1
+            if tick is not None:
+                tick()
     if protocol.input_dependence:
         _mark_cached(runs)
     return runs
@@ -633,7 +636,8 @@ def combined_seed(seed: int, secret_seed: int | None) -> int:
 def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any]], *, init_inputs: Any = (),
           dtype: Any = None, trials: int = 5, seed: int = 0, distributions: Any = "standard",
           device: str = "cpu", op: Any = "auto", standard: Any = None, secret_seed: int | None = None,
-          protocol: Any = None, shapes2: tuple | None = None) -> GradeReport:
+          protocol: Any = None, shapes2: tuple | None = None,
+          progress: Callable[[int, int], None] | None = None) -> GradeReport:
     """Grade a candidate module against its reference; see the module docstring and ``docs/grading.md``.
 
     Parameters
@@ -675,6 +679,10 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
         A second shape set (module classes are rebuilt from its ``init_inputs``); its cases are
         labelled ``<distribution>@shapes2``.  :func:`numstd.grade_cli.grade_files` derives one from
         the problem's size constants.
+    progress : callable, optional
+        ``progress(done, total)`` after each case has run (truth, baseline and candidate; the
+        judging that follows takes a fraction of that), and ``progress(total, total)`` at the end.
+        Only reports: the verdicts are the same with or without it.
 
     Returns
     -------
@@ -702,14 +710,22 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
     std = module_standard(fmt, standard)
     dists = _distributions(distributions, std)
     detect = declared is None and op == "auto" and setup.adapter.name == "torch"
-    runs = _run_all(setup, std.output, dists, mixed, detect, True, proto, stats)
+    n_cases = trials * (1 + len(dists)) * (2 if shapes2 is not None and proto.second_shapes else 1)
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(min(done[0], n_cases), n_cases)
+
+    runs = _run_all(setup, std.output, dists, mixed, detect, True, proto, stats, tick)
     shapes_note = ""
     if shapes2 is not None and proto.second_shapes:
         if isinstance(reference, type) or isinstance(candidate, type) or setup.adapter.name != "torch":
             try:
                 s2 = _setup(reference, candidate, shapes2[0], shapes2[1], trials, combined_seed(mixed, 2), device)
                 more = _run_all(s2, std.output, dists, combined_seed(mixed, 2), detect, True,
-                                replace(proto, reference_determinism=False, reproducibility=False), stats)
+                                replace(proto, reference_determinism=False, reproducibility=False), stats, tick)
                 for r in more:
                     r.distribution = f"{r.distribution}@shapes2"
                 runs += more
@@ -759,6 +775,8 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
         if proto.diagnose and not ov.passed:
             ov = replace(ov, diagnosis=_diagnose_op(r.candidate[0], r.truth[0], ov, name, inputs, oparams))
         cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "op", ov))
+    if progress is not None:  # (the second shape set may have been skipped: the bar ends here either way)
+        progress(n_cases, n_cases)
     passed = all(c.verdict.passed for c in cases)
     reproducible = next((r.reproducible for r in runs if r.reproducible is not None), None)
     seconds = time.perf_counter() - start

@@ -19,6 +19,7 @@ import base64
 import html
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -107,25 +108,15 @@ def _from_parquet(p: Path) -> list[tuple[str, Verdict]]:
 
 
 # ---------------------------------------------------------------------------------- plots
-def _pyplot() -> Any:
+def _agg_classes() -> Any:
+    """matplotlib's Agg figure and canvas classes, or None when matplotlib is missing (pyplot is
+    not needed: the report's figures never reach pyplot's figure manager)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError:
         return None
-    return plt
-
-
-def _save(plt: Any, fig: Any, path: Path, right: float = 0.7) -> Path:
-    # fixed margins instead of tight_layout, and plain tick labels without minor ticks
-    # (_plain_log): measuring and mathtext-parsing every tick label was most of the 75 s that 70
-    # verdicts (140 plots) took
-    fig.subplots_adjust(left=0.18 if right > 0.9 else 0.12, right=right, bottom=0.24, top=0.88)
-    fig.savefig(path, dpi=90, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return Figure, FigureCanvasAgg
 
 
 def _plain_log(ax: Any, axis: str, subs: tuple = (1.0,)) -> None:
@@ -140,71 +131,192 @@ def _plain_log(ax: Any, axis: str, subs: tuple = (1.0,)) -> None:
     target.set_minor_locator(NullLocator())
 
 
-def _histogram_plot(plt: Any, v: Verdict, title: str, path: Path) -> Path:
-    """Bars of the |ULP error| histogram on a labelled log scale that starts below one element,
-    so that every bar is drawn from the same floor (a linear axis hides bins of a few elements;
-    matplotlib's automatic log limits started at the smallest bar, making 131,200 against 130,944
-    look like a tenfold gap); each bar is labelled with its count."""
-    edges = list(v.ulp.histogram.get("edges", []))
-    counts = list(v.ulp.histogram.get("counts", []))
-    fig, ax = plt.subplots(figsize=(4.6, 3.2))
-    if counts:
-        labels = [f"≤{e:g}" if math.isfinite(e) else f">{edges[i]:g}" for i, e in enumerate(edges[1:])]
-        ax.bar(range(len(counts)), counts, color="#4477aa")
-        ax.set_xticks(range(len(counts)))
-        ax.set_xticklabels(labels, rotation=60, fontsize=7)
+class _Plotter:
+    """The report's two plots, each drawn on one figure that is kept for every verdict.
+
+    A new figure per plot cost most of a report's time (70 verdicts, 140 plots): each built its
+    axes, ticks and tick labels from nothing.  Here the axes, scales, locators, labels and margins
+    are set once; per verdict only the data artists (bars, counts, points, lines, legend) are
+    removed and drawn anew, and the data limits restart from the new artists.  Fixed margins
+    instead of tight_layout, and plain tick labels without minor ticks (:func:`_plain_log`): measuring
+    and mathtext-parsing every tick label was most of the 75 s that 70 verdicts first took.
+    """
+
+    def __init__(self, classes: tuple) -> None:
+        figure, canvas = classes
+        self.hist_fig = figure(figsize=(4.6, 3.2))
+        canvas(self.hist_fig)
+        self.hist_fig.subplots_adjust(left=0.18, right=0.97, bottom=0.24, top=0.88)
+        ax = self.hist_ax = self.hist_fig.add_subplot()
         _plain_log(ax, "y")
         ax.tick_params(axis="y", labelsize=7)
-        ax.set_ylim(0.5, max(max(counts), 1) * 8)
-        for i, c in enumerate(counts):
-            if c > 0:
-                ax.text(i, c * 1.15, f"{c:,}", ha="center", va="bottom", fontsize=7)
-    else:
-        ax.text(0.5, 0.5, "no finite elements compared", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("|ULP error| bin")
-    ax.set_ylabel("elements (log scale)")
-    ax.set_title(title, fontsize=9, y=1.01)  # (a fixed y: matplotlib otherwise measures every tick label to place it)
-    return _save(plt, fig, path, right=0.97)
+        ax.set_xlabel("|ULP error| bin")
+        ax.set_ylabel("elements (log scale)")
+        self.mag_fig = figure(figsize=(6.2, 3.2))
+        canvas(self.mag_fig)
+        self.mag_fig.subplots_adjust(left=0.12, right=0.7, bottom=0.24, top=0.88)
+        ax = self.mag_ax = self.mag_fig.add_subplot()
+        _plain_log(ax, "x", (1.0, 2.0, 5.0))
+        _plain_log(ax, "y", (1.0, 2.0, 5.0))
+        ax.tick_params(axis="both", labelsize=7)
+        ax.tick_params(axis="x", labelrotation=30)
+        ax.set_xlabel("|reference|")
+        ax.set_ylabel("|ULP error| (log scale)")
+
+    @staticmethod
+    def _reset(ax: Any) -> None:
+        """Remove the previous verdict's data artists; the next ones set the data limits afresh."""
+        for artist in [*ax.patches, *ax.texts, *ax.lines, *ax.collections]:
+            artist.remove()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        ax.ignore_existing_data_limits = True
+        ax.set_autoscale_on(True)
+
+    @staticmethod
+    def _save(fig: Any, path: Path) -> Path:
+        fig.savefig(path, dpi=90, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
+        return path
+
+    def histogram(self, v: Verdict, title: str, path: Path) -> Path:
+        """Bars of the |ULP error| histogram on a labelled log scale that starts below one element,
+        so that every bar is drawn from the same floor (a linear axis hides bins of a few elements;
+        matplotlib's automatic log limits started at the smallest bar, making 131,200 against 130,944
+        look like a tenfold gap); each bar is labelled with its count."""
+        ax = self.hist_ax
+        self._reset(ax)
+        edges = list(v.ulp.histogram.get("edges", []))
+        counts = list(v.ulp.histogram.get("counts", []))
+        if counts:
+            labels = [f"≤{e:g}" if math.isfinite(e) else f">{edges[i]:g}" for i, e in enumerate(edges[1:])]
+            ax.bar(range(len(counts)), counts, color="#4477aa")
+            ax.set_xticks(range(len(counts)))
+            ax.set_xticklabels(labels, rotation=60, fontsize=7)
+            ax.set_ylim(0.5, max(max(counts), 1) * 8)
+            for i, c in enumerate(counts):
+                if c > 0:
+                    ax.text(i, c * 1.15, f"{c:,}", ha="center", va="bottom", fontsize=7)
+        else:
+            ax.set_xticks([])
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0.5, 8)
+            ax.text(0.5, 0.5, "no finite elements compared", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title, fontsize=9, y=1.01)  # (a fixed y: matplotlib otherwise measures every tick label to place it)
+        return self._save(self.hist_fig, path)
+
+    def magnitude(self, v: Verdict, title: str, path: Path, data: tuple | None) -> tuple[Path, str]:
+        """The error-vs-magnitude plot and a caption saying what it shows."""
+        ax = self.mag_ax
+        self._reset(ax)
+        caption = f"error vs magnitude: the {len(v.worst)} worst elements (x) against the quantiles (lines)"
+        drawn = False
+        if data is not None:
+            from ..core.ulp import ulp_error
+
+            actual, ref = data
+            a = np.asarray(actual, dtype=np.float64).reshape(-1)
+            r = np.broadcast_to(ref, np.shape(actual)).reshape(-1)
+            e = np.abs(ulp_error(a, r, v.formats.get("output", "float32")))
+            ok = np.isfinite(e) & np.isfinite(r) & (r != 0)
+            if ok.sum() > 20000:  # every element is too many points: a fixed-stride subsample
+                ok[np.flatnonzero(ok)[:: int(ok.sum() // 20000) + 1]] = False
+            ax.scatter(np.abs(r[ok]), np.maximum(e[ok], 1e-3), s=2, alpha=0.4, label="elements")
+            drawn = drawn or bool(ok.any())
+            caption = f"error vs magnitude: {int(ok.sum()):,} of {a.size:,} elements (from --npz), worst (x), quantiles (lines)"
+        pts = [(abs(w.reference), max(abs(w.ulp_error), 1e-3)) for w in v.worst
+               if w.reference != 0 and math.isfinite(w.reference)]
+        if pts:
+            ax.scatter(*zip(*pts), marker="x", color="#cc3311", s=30, label="worst elements")
+            drawn = True
+        lines = False
+        for j, (q, val) in enumerate(sorted(v.ulp.quantiles.items())):
+            if val > 0 and math.isfinite(val):  # (a legend, not labels at the lines: near-equal quantiles overlap)
+                ax.axhline(val, ls=("--", ":", "-.")[j % 3], lw=1, color=_QUANTILE_COLOURS[j % len(_QUANTILE_COLOURS)],
+                           label=f"q{q:g} = {val:.3g} ulp")
+                lines = True
+        if not drawn:  # no point sets the x range (axhline spans the axes): a fixed decade
+            ax.set_xlim(0.1, 10)
+        if not (drawn or lines):
+            ax.set_ylim(0.1, 10)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        ax.set_title(title, fontsize=9, y=1.01)  # (a fixed y: matplotlib otherwise measures every tick label to place it)
+        return self._save(self.mag_fig, path), caption
 
 
 #: colours of the quantile lines (Paul Tol's bright scheme, colour-blind safe)
 _QUANTILE_COLOURS = ("#4477aa", "#228833", "#ccbb44", "#ee6677", "#aa3377", "#66ccee", "#bbbbbb")
 
 
-def _magnitude_plot(plt: Any, v: Verdict, title: str, path: Path, data: tuple | None) -> tuple[Path, str]:
-    """The plot and a caption saying what it shows."""
-    fig, ax = plt.subplots(figsize=(6.2, 3.2))
-    caption = f"error vs magnitude: the {len(v.worst)} worst elements (x) against the quantiles (lines)"
-    if data is not None:
-        from ..core.ulp import ulp_error
+#: verdicts per task of the process pool (also the smallest share worth a process of its own)
+_PER_TASK = 16
 
-        actual, ref = data
-        a = np.asarray(actual, dtype=np.float64).reshape(-1)
-        r = np.broadcast_to(ref, np.shape(actual)).reshape(-1)
-        e = np.abs(ulp_error(a, r, v.formats.get("output", "float32")))
-        ok = np.isfinite(e) & np.isfinite(r) & (r != 0)
-        if ok.sum() > 20000:  # every element is too many points: a fixed-stride subsample
-            ok[np.flatnonzero(ok)[:: int(ok.sum() // 20000) + 1]] = False
-        ax.scatter(np.abs(r[ok]), np.maximum(e[ok], 1e-3), s=2, alpha=0.4, label="elements")
-        caption = f"error vs magnitude: {int(ok.sum()):,} of {a.size:,} elements (from --npz), worst (x), quantiles (lines)"
-    pts = [(abs(w.reference), max(abs(w.ulp_error), 1e-3)) for w in v.worst
-           if w.reference != 0 and math.isfinite(w.reference)]
-    if pts:
-        ax.scatter(*zip(*pts), marker="x", color="#cc3311", s=30, label="worst elements")
-    for j, (q, val) in enumerate(sorted(v.ulp.quantiles.items())):
-        if val > 0 and math.isfinite(val):  # (a legend, not labels at the lines: near-equal quantiles overlap)
-            ax.axhline(val, ls=("--", ":", "-.")[j % 3], lw=1, color=_QUANTILE_COLOURS[j % len(_QUANTILE_COLOURS)],
-                       label=f"q{q:g} = {val:.3g} ulp")
-    _plain_log(ax, "x", (1.0, 2.0, 5.0))
-    _plain_log(ax, "y", (1.0, 2.0, 5.0))
-    ax.tick_params(axis="both", labelsize=7)
-    ax.tick_params(axis="x", labelrotation=30)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    ax.set_xlabel("|reference|")
-    ax.set_ylabel("|ULP error| (log scale)")
-    ax.set_title(title, fontsize=9, y=1.01)  # (a fixed y: matplotlib otherwise measures every tick label to place it)
-    return _save(plt, fig, path), caption
+_worker_plotter: "_Plotter | None" = None
+
+
+def _draw_some(jobs: Sequence[tuple[int, str, Verdict, tuple | None]], pdir: Path,
+               plotter: "_Plotter | None" = None) -> dict[int, list[tuple[Path, str]]]:
+    """Both plots of each job ``(index, title, verdict, npz data)`` on ``plotter``; without one (in
+    a pool worker) on the worker's own.  (A report drawn in the calling process has a plotter of
+    its own: reports written from several threads share no figure.)"""
+    global _worker_plotter
+    if plotter is None:
+        if _worker_plotter is None:
+            _worker_plotter = _Plotter(_agg_classes())
+        plotter = _worker_plotter
+    out = {}
+    for i, title, v, data in jobs:
+        hist = plotter.histogram(v, title, pdir / f"{i:04d}-histogram.png")
+        out[i] = [(hist, f"|ULP error| histogram of {v.ulp.count:,} compared elements"),
+                  plotter.magnitude(v, title, pdir / f"{i:04d}-magnitude.png", data)]
+    return out
+
+
+def _mp_context() -> Any:
+    """How the plot workers start: forked on Linux when this process runs one thread (they inherit
+    matplotlib and numstd, already imported); spawned otherwise (macOS, Windows, or a process
+    with threads, e.g. torch's or jax's, which a fork may copy holding a lock)."""
+    import multiprocessing
+    import threading
+
+    linux = sys.platform.startswith("linux")
+    return multiprocessing.get_context("fork" if linux and threading.active_count() == 1 else "spawn")
+
+
+def _draw_all(jobs: list[tuple[int, str, Verdict, tuple | None]], pdir: Path,
+              workers: int | None) -> dict[int, list[tuple[Path, str]]]:
+    """Every job's plots, in a process pool when there are enough of them (:func:`write_report`),
+    with a progress bar per verdict."""
+    import os
+
+    from ..core.progress import bar
+
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 4, max(1, len(jobs) // _PER_TASK))
+    tasks = [jobs[k:k + _PER_TASK] for k in range(0, len(jobs), _PER_TASK)] if workers > 1 else []
+    images: dict[int, list[tuple[Path, str]]] = {}
+    if len(tasks) > 1:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=_mp_context()) as pool:
+                futures = [pool.submit(_draw_some, t, pdir) for t in tasks]
+                with bar(len(jobs), "report plots", "verdict") as b:
+                    for f in as_completed(futures):
+                        done = f.result()
+                        images.update(done)
+                        b.update(len(done))
+            return {i: images[i] for i, *_ in jobs}
+        except (OSError, BrokenProcessPool) as exc:  # no processes here (a sandbox), or one died: draw here
+            print(f"numstd report: drawing in one process ({exc})", file=sys.stderr)
+            images = {}
+    plotter = _Plotter(_agg_classes())
+    with bar(len(jobs), "report plots", "verdict") as b:
+        for job in jobs:
+            images.update(_draw_some([job], pdir, plotter))
+            b.update(1)
+    return images
 
 
 # ---------------------------------------------------------------------------------- text
@@ -287,7 +399,8 @@ def _render_html(items: Sequence[tuple[str, Verdict]], images: Mapping[int, Sequ
 
 
 def write_report(items: Iterable[tuple[str, Verdict]], out: str | Path, *,
-                 npz: Mapping[int, tuple] | None = None, plots: str = "all") -> dict[str, Path]:
+                 npz: Mapping[int, tuple] | None = None, plots: str = "all",
+                 workers: int | None = None) -> dict[str, Path]:
     """Write ``report.md``, ``report.html`` and ``plots/*.png`` into ``out``.
 
     Parameters
@@ -297,6 +410,10 @@ def write_report(items: Iterable[tuple[str, Verdict]], out: str | Path, *,
     npz : mapping verdict index → (actual, reference) arrays, optional
         Every element for that verdict's error-vs-magnitude plot.
     plots : "all", "failed" or "none"
+    workers : int, optional
+        Processes drawing the plots: 1 draws them in this process; default one per core (at most
+        4, and one per 16 verdicts plotted). Each plot depends only on its verdict, so the PNGs
+        are the same for any number.
 
     Returns
     -------
@@ -304,6 +421,8 @@ def write_report(items: Iterable[tuple[str, Verdict]], out: str | Path, *,
     """
     if plots not in ("all", "failed", "none"):
         raise NumstdError(f"plots={plots!r}: use 'all', 'failed' or 'none'")
+    if workers is not None and workers < 1:
+        raise NumstdError(f"workers={workers}: use 1 or more (1 draws the plots in this process)")
     items = list(items)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -311,24 +430,16 @@ def write_report(items: Iterable[tuple[str, Verdict]], out: str | Path, *,
     bad = [k for k in npz if not 0 <= k < len(items)]
     if bad:
         raise NumstdError(f"--npz index {bad[0]} is not a verdict of this report (0 … {len(items) - 1})")
-    plt = _pyplot() if plots != "none" else None
-    note = "" if plt is not None or plots == "none" else "matplotlib is not installed: no plots (pip install matplotlib)."
+    classes = _agg_classes() if plots != "none" else None
+    note = "" if classes is not None or plots == "none" else "matplotlib is not installed: no plots (pip install matplotlib)."
     images: dict[int, list[tuple[Path, str]]] = {}
-    if plt is not None:
-        from ..core.progress import iterate
-
+    if classes is not None:
         pdir = out / "plots"
         pdir.mkdir(exist_ok=True)
-        for i, (label, v) in iterate(list(enumerate(items)), "report plots", "verdict"):
-            if plots == "failed" and v.passed:
-                continue
-            title = f"{i}. {label}"[:80]
-            hist = _histogram_plot(plt, v, title, pdir / f"{i:04d}-histogram.png")
-            images[i] = [(hist, f"|ULP error| histogram of {v.ulp.count:,} compared elements"),
-                         _magnitude_plot(plt, v, title, pdir / f"{i:04d}-magnitude.png", npz.get(i))]
+        jobs = [(i, f"{i}. {label}"[:80], v, npz.get(i)) for i, (label, v) in enumerate(items)
+                if plots == "all" or not v.passed]
+        images = _draw_all(jobs, pdir, workers)
     if note:
-        import sys
-
         print(f"numstd report: {note}", file=sys.stderr)
     md = out / "report.md"
     md.write_text(render_markdown(items, images, out, note), encoding="utf-8")
