@@ -70,7 +70,7 @@ _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
-    "convex_hull": bool, "rounded_constants": bool,
+    "convex_hull": bool, "rounded_constants": bool, "row_bias": bool, "row_bias_tau": float, "row_bias_z": float,
 }
 #: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
 BIAS_MODES = ("paired", "one_sided")
@@ -99,6 +99,9 @@ class Criteria:
     bias_mode: str = "paired"
     convex_hull: bool = False  # attention: every output in the convex hull of v's rows (criteria.hull_violations)
     rounded_constants: bool = False  # bias allows the op's constants rounded to the compute format (criteria.constant_shifts)
+    row_bias: bool = False  # the row-level bias criterion (criteria.row_groups, docs/methodology.md "Row bias")
+    row_bias_tau: float = 0.0  # legitimate drift of the mean normalised signed row error (calibrated)
+    row_bias_z: float = 6.0  # its noise allowance, in standard errors of the mean over rows
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,9 @@ def load_standard(data: bytes, path: str) -> Standard:
         bias_mode=crit_t.get("bias_mode", "paired"),
         convex_hull=bool(crit_t.get("convex_hull", False)),
         rounded_constants=bool(crit_t.get("rounded_constants", False)),
+        row_bias=bool(crit_t.get("row_bias", False)),
+        row_bias_tau=float(crit_t.get("row_bias_tau", 0.0)),
+        row_bias_z=float(crit_t.get("row_bias_z", 6.0)),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")
