@@ -469,7 +469,7 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
 
 def _fit_row_tau(std: Any, legit: Sequence[tuple]) -> float | None:
     """The ``row_bias_tau`` a standard with ``row_bias`` needs (``None`` without the criterion):
-    ``margin × max(|T| − z_R·s/√R)`` over the legitimate (variant, case) results (``T`` the mean
+    ``margin × max(|T| − ρ_row·D − z_R·s/√R)`` over the legitimate (variant, case) results (``T`` the mean
     normalised signed group error, ``s`` its across-group sd, :func:`numstd.judge.criteria.row_bias_limit`
     with τ = 0), rounded up to two significant digits; 0 when no legitimate case drifts beyond noise."""
     from ..judge.criteria import row_bias_limit
@@ -481,7 +481,7 @@ def _fit_row_tau(std: Any, legit: Sequence[tuple]) -> float | None:
         rb = res.row_bias
         if rb is None or rb.rows < 2:
             continue
-        noise, _ = row_bias_limit(0.0, std.criteria.row_bias_z, rb)
+        noise, _ = row_bias_limit(0.0, std.criteria.row_bias_z, rb, std.criteria.row_bias_rel)
         need = max(need, abs(rb.mean) - noise)
     return _ceil2(std.model.margin * need) if need > 0 else 0.0
 

@@ -47,8 +47,11 @@ The criteria of a standard (DESIGN.md "Criteria"):
     wherever the bound holds); a group (:func:`row_groups`: a softmax/log_softmax/layer_norm row,
     one output element of sum/mean/matmul) averages them to ``t_g``; over the ``R`` groups the mean
     ``T`` and the observed sample standard deviation ``s`` of ``t_g`` give the test
-    ``|T| ≤ τ_row + z_R·s/√R`` with ``τ_row`` (``row_bias_tau``) the legitimate drift calibrated
-    from the legitimate variants and ``z_R`` the Student-t critical value with ``R − 1`` degrees of
+    ``|T| ≤ τ_row + ρ_row·D + z_R·s/√R`` with ``τ_row`` (``row_bias_tau``) the legitimate drift
+    calibrated from the legitimate variants, ``D`` the same mean of ``u_acc·|r_i|/B_i`` (what a
+    relative error of one ``u_acc`` shared by the group gives) times the declared ``ρ_row``
+    (``row_bias_rel``: the systematic relative error that the group's shared operations — a
+    reciprocal, rsqrt or log, faithfully rounded — may have), and ``z_R`` the Student-t critical value with ``R − 1`` degrees of
     freedom at the two-sided tail probability of ``row_bias_z`` standard normal deviations
     (:func:`row_bias_limit`).  All sums are exact integers of ``2^-30`` (chunk-size invariant).
     The element-level ``bias`` criterion stays beside it.
@@ -116,7 +119,11 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     rows = shape[0] if shape else 1
     step = max(1, CONTRACTION_CHUNK // max(1, math.prod(shape[1:])))
     shifts = constant_shifts(std, ref)
-    groups = (std.op, dict(getattr(ref, "params", {}) or {})) if std.criteria.row_bias else None
+    groups = None
+    if std.criteria.row_bias:
+        groups = (std.op, dict(getattr(ref, "params", {}) or {}))
+        if std.criteria.row_bias_rel:
+            groups += (std.accumulate.u,)
     if rows <= step:
         return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index, shifts, groups)]
     p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
@@ -174,16 +181,19 @@ def row_groups(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, i
 class RowBias:
     """Totals of the ``row_bias`` statistic: ``rows`` groups with a mean ``mean`` and sample standard
     deviation ``sd`` (``nan`` for fewer than 2 groups) of their mean normalised signed errors ``t_g``;
-    ``length`` elements per group."""
+    ``length`` elements per group; ``unit`` the mean over groups of ``u_acc·|r_i|/B_i`` (``nan``
+    when the standard declares no ``row_bias_rel``)."""
 
     rows: int
     mean: float
     sd: float
     length: int
+    unit: float = math.nan
 
 
-def row_bias_limit(tau: float, z: float, rb: RowBias) -> tuple[float, float]:
-    """``(limit, z_R)`` of the ``row_bias`` test: ``τ + z_R·s/√R``, with ``z_R`` the Student-t
+def row_bias_limit(tau: float, z: float, rb: RowBias, rel: float = 0.0) -> tuple[float, float]:
+    """``(limit, z_R)`` of the ``row_bias`` test: ``τ + rel·D + z_R·s/√R`` (``D`` = ``rb.unit``, only
+    when ``rel`` is nonzero), with ``z_R`` the Student-t
     critical value with ``R − 1`` degrees of freedom at the two-sided tail probability
     ``erfc(z/√2)`` of ``z`` standard normal deviations (``s`` is estimated from the ``R`` groups
     themselves, so a small ``R`` widens the limit instead of rejecting for noise)."""
@@ -191,7 +201,8 @@ def row_bias_limit(tau: float, z: float, rb: RowBias) -> tuple[float, float]:
 
     p = math.erfc(z / math.sqrt(2.0))
     zr = float(-stdtrit(rb.rows - 1, p / 2.0))
-    return tau + zr * rb.sd / math.sqrt(rb.rows), zr
+    drift = rel * rb.unit if rel else 0.0
+    return tau + drift + zr * rb.sd / math.sqrt(rb.rows), zr
 
 
 def _isum(x: np.ndarray) -> int:
@@ -445,8 +456,9 @@ class Judge:
         # row_bias (standards that declare it): groups (L, inner), open groups {g: [seen, kept, Σq]},
         # closed groups: count, Σ t_g (2^-30), Σ t_g (2^-20) and Σ t_g² (2^-40), exact integers
         self._groups: tuple[int, int] | None = None
+        self._rel = False  # the groups carry u_acc·|r|/B (row_bias_rel)
         self._open: dict[int, list] = {}
-        self._rows = [0, 0, 0, 0]
+        self._rows = [0, 0, 0, 0, 0]  # (+ Σ of the groups' mean u_acc·|r|/B, 2^-30, with row_bias_rel)
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
@@ -619,8 +631,14 @@ class Judge:
             t = np.sign(r) * (a - r) / np.broadcast_to(b, a.shape)
         t = np.where(keep & ~np.isnan(t), np.clip(t, -1.0, 1.0), 0.0)
         q = np.rint(np.ldexp(t, _ROW_BITS)).astype(np.int64)
+        dq = None
+        if len(groups) > 2:  # row_bias_rel: u_acc·|r_i|/B_i, the t_i of a relative error of one u_acc
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                d = groups[2] * np.abs(r) / np.broadcast_to(b, a.shape)
+            d = np.where(keep & ~np.isnan(d), np.clip(d, 0.0, 1.0), 0.0)
+            dq = np.rint(np.ldexp(d, _ROW_BITS)).astype(np.int64)
         if length == 1 and inner == 1:  # every element its own group: closed at once
-            self._close(q[keep])
+            self._close(q[keep], None if dq is None else dq[keep])
             return
         f = _flat_indices(chunk_index, self.shape, shape)
         f = f + np.arange(n, dtype=np.int64) if np.ndim(f) == 0 else np.asarray(f, dtype=np.int64)
@@ -628,26 +646,35 @@ class Judge:
         if inner > 1:
             order = np.argsort(g, kind="stable")
             g, q, keep = g[order], q[order], keep[order]
+            dq = None if dq is None else dq[order]
         starts = np.concatenate([[0], np.flatnonzero(np.diff(g)) + 1])
         ids = g[starts]
         seen = np.diff(np.append(starts, n))
         kept = np.add.reduceat(keep.astype(np.int64), starts)
         sums = np.add.reduceat(q, starts)  # (|q| ≤ 2^30: exact for chunks of up to 2^33 elements per group)
+        dsums = np.zeros_like(sums) if dq is None else np.add.reduceat(dq, starts)
         whole = seen == length
         ok = whole & (kept > 0)
-        self._close(np.floor_divide(sums[ok], kept[ok]))
+        self._close(np.floor_divide(sums[ok], kept[ok]), None if dq is None else np.floor_divide(dsums[ok], kept[ok]))
         for k in np.flatnonzero(~whole):
-            acc = self._open.setdefault(int(ids[k]), [0, 0, 0])
+            acc = self._open.setdefault(int(ids[k]), [0, 0, 0, 0])
             acc[0] += int(seen[k])
             acc[1] += int(kept[k])
             acc[2] += int(sums[k])
+            acc[3] += int(dsums[k])
             if acc[0] >= length:
                 del self._open[int(ids[k])]
-                if acc[1]:
-                    self._close(np.array([acc[2] // acc[1]], dtype=np.int64))
+                self._close_open(acc, dq is not None)
 
-    def _close(self, tg: np.ndarray) -> None:
-        """Add closed groups' means ``tg`` (integers of 2^-30) to the exact totals."""
+    def _close_open(self, acc: list, rel: bool) -> None:
+        """Close a group gathered across chunks (``[seen, kept, Σq, Σdq]``)."""
+        if acc[1]:
+            self._close(np.array([acc[2] // acc[1]], dtype=np.int64),
+                        np.array([acc[3] // acc[1]], dtype=np.int64) if rel else None)
+
+    def _close(self, tg: np.ndarray, dg: np.ndarray | None = None) -> None:
+        """Add closed groups' means ``tg`` (and ``dg`` of ``u_acc·|r|/B``; integers of 2^-30) to the
+        exact totals."""
         if tg.size == 0:
             return
         t20 = tg >> _ROW_SQ_SHIFT
@@ -655,21 +682,23 @@ class Judge:
         self._rows[1] += _isum(tg)
         self._rows[2] += _isum(t20)
         self._rows[3] += _isum(t20 * t20)
+        if dg is not None:
+            self._rows[4] += _isum(dg)
+            self._rel = True
 
     def _row_result(self) -> "RowBias | None":
         if self._groups is None:
             return None
         for acc in sorted(self._open.values()):  # groups never completed (a partial output): as they are
-            if acc[1]:
-                self._close(np.array([acc[2] // acc[1]], dtype=np.int64))
+            self._close_open(acc, self._rel)
         self._open.clear()
-        n, s30, s20, q20 = self._rows
+        n, s30, s20, q20, d30 = self._rows
         if n == 0:
             return RowBias(0, math.nan, math.nan, self._groups[0])
         mean = s30 / n / 2.0**_ROW_BITS
         sd = math.sqrt(max(0, n * q20 - s20 * s20) / (n * (n - 1))) / 2.0**(_ROW_BITS - _ROW_SQ_SHIFT) \
             if n > 1 else math.nan
-        return RowBias(n, mean, sd, self._groups[0])
+        return RowBias(n, mean, sd, self._groups[0], d30 / n / 2.0**_ROW_BITS if self._rel else math.nan)
 
     def _workspace(self, n: int) -> dict:
         """Output arrays of the compiled judge, reused across chunks (grown when a chunk is larger)."""
@@ -811,9 +840,11 @@ def _row_bias_result(c: Any, rb: "RowBias | None") -> CriterionResult:
         return CriterionResult("row_bias", True, 0.0, math.inf,
                                f"not tested at the row level: {n} group(s) with a finite nonzero reference "
                                "(the across-group spread needs at least 2)")
-    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb)
+    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb, c.row_bias_rel)
     what = f"rows of {rb.length:,}" if rb.length > 1 else "outputs (one reduction each)"
+    rel = (f" + {c.row_bias_rel:g}·{rb.unit:.3g}, a shared relative error of {c.row_bias_rel:g} u_acc"
+           if c.row_bias_rel else "")
     return CriterionResult(
         "row_bias", abs(rb.mean) <= limit, rb.mean, limit,
         f"mean normalised signed error (a − r)·sign(r)/B {rb.mean:+.4f} over {rb.rows:,} {what}, across-group sd "
-        f"{rb.sd:.3g}; allowed ±{limit:.4f} (legitimate drift {c.row_bias_tau:g} + {zr:.3g}·sd/√{rb.rows:,})")
+        f"{rb.sd:.3g}; allowed ±{limit:.4f} (legitimate drift {c.row_bias_tau:g}{rel} + {zr:.3g}·sd/√{rb.rows:,})")
