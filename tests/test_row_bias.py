@@ -91,7 +91,7 @@ def _legit_passes(std_key, op, inputs, params):
     for v in variants_for(op):
         if not v.legit or not v.applicable(arrays, full, std.output, std.accumulate):
             continue
-        y = v.fn([np.array(a) for a in arrays], full, std.output, std.accumulate, 5)
+        y = v.fn([None if a is None else np.array(a) for a in arrays], full, std.output, std.accumulate, 5)
         verdict = numstd.check(y, op=op, inputs=list(inputs), standard=std_key, **dict(params))
         assert verdict.passed, f"legitimate {v.name} rejected by {std_key}: {verdict.message}"
         tried.append(v.name)
@@ -226,3 +226,47 @@ def test_standards_without_the_criterion_have_no_row_bias_result(softmax_case):
     x, s = softmax_case
     v = numstd.check(s.astype(np.float32), op="softmax", inputs=[x], standard="NS-SOFTMAX-FP32@1")
     assert all(c.name != "row_bias" for c in v.criteria)
+
+
+# --- log_softmax, layer_norm, mean
+
+@pytest.mark.parametrize("op,key,shape,params,perturb", [
+    # an lse off by 1e-6 shifts every output of the row (log_softmax outputs are ≤ 0: sign(r) = −1)
+    ("log_softmax", "NS-LOGSOFTMAX-FP32", (64, 4096), {"axis": -1}, lambda r: r - 1e-6),
+    ("layer_norm", "NS-LAYERNORM-FP32", (64, 4096), {}, lambda r: r * (1 + 1e-5)),
+    ("mean", "NS-MEAN-FP32", (256, 1024), {"axis": -1}, lambda r: r * (1 + 1e-5)),
+])
+def test_row_errors_pass_at_1_and_fail_row_bias_at_2(op, key, shape, params, perturb):
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    _, arrays, full = validate(op, [x], dict(params))
+    out = perturb(numstd.reference(op, arrays, **full).values).astype(np.float32)
+    v1 = numstd.check(out, op=op, inputs=[x], standard=f"{key}@1", **params)
+    assert v1.passed
+    v2 = numstd.check(out, op=op, inputs=[x], standard=f"{key}@2", **params)
+    assert not v2.passed and not _crit(v2, "row_bias").passed and _crit(v2, "bound").passed
+
+
+def test_every_legitimate_log_softmax_and_layer_norm_order_passes_at_2(softmax_case):
+    x, _ = softmax_case
+    assert len(_legit_passes("NS-LOGSOFTMAX-FP32@2", "log_softmax", [x], {"axis": -1})) >= 4
+    assert len(_legit_passes("NS-LAYERNORM-FP32@2", "layer_norm", [x], {})) >= 5
+
+
+def test_a_shared_rounded_reciprocal_is_a_legitimate_drift_of_the_mean():
+    """mean as sum·fl(1/n), n = 1000 (1/1000 is inexact in fp32): every output carries the same
+    relative error of fl(1/1000), a real systematic drift on rows with a large mean.  It passes
+    NS-MEAN-FP32@2 through row_bias_rel = 1 (the shared reciprocal may err by one u_acc), and the
+    drift it has is about the one fl(1/1000) predicts."""
+    x = (1 + 0.1 * np.random.default_rng(7).standard_normal((2048, 1000))).astype(np.float32)
+    recip = next(v for v in variants_for("mean") if v.name == "reciprocal-multiply")
+    std = get_standard("NS-MEAN-FP32@2")
+    _, arrays, full = validate("mean", [x], {"axis": -1})
+    y = recip.fn([x], full, std.output, std.accumulate, 5)
+    v = numstd.check(y, op="mean", inputs=[x], standard="NS-MEAN-FP32@2", axis=-1)
+    assert v.passed, v.message
+    c = _crit(v, "row_bias")
+    # the relative error of fl(1/1000), in units of u_acc: exact rational arithmetic
+    from fractions import Fraction
+
+    rel = (Fraction(float(np.float32(1 / 1000))) * 1000 - 1) / Fraction(2) ** -24
+    assert 0 < float(rel) < 1 and c.value > 0  # (fl(1/1000) is above 1/1000: the drift is positive)
