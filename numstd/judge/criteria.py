@@ -457,6 +457,7 @@ class Judge:
         # closed groups: count, Σ t_g (2^-30), Σ t_g (2^-20) and Σ t_g² (2^-40), exact integers
         self._groups: tuple[int, int] | None = None
         self._rel = False  # the groups carry u_acc·|r|/B (row_bias_rel)
+        self._rws = np.empty((2, 0))  # row_bias temporaries, reused across chunks
         self._open: dict[int, list] = {}
         self._rows = [0, 0, 0, 0, 0]  # (+ Σ of the groups' mean u_acc·|r|/B, 2^-30, with row_bias_rel)
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
@@ -624,35 +625,68 @@ class Judge:
         if self._groups is None:
             self._groups = row_groups(groups[0], groups[1], self.shape)
         length, inner = self._groups
-        a = a if a.dtype == np.float64 else a.astype(np.float64)
         n = a.size
+        bb = np.broadcast_to(b, a.shape)
+        if self._rws.shape[1] < n:  # reused float64 temporaries (fresh ones cost more in page faults)
+            self._rws = np.empty((2, n))
+        t, ar = self._rws[0, :n], self._rws[1, :n]
+        np.abs(r, out=ar)
+        keep = ar < _overflow_threshold(self.fmt)  # (False for NaN references)
+        keep &= r != 0
+        keep &= np.isfinite(a)
+        every = bool(keep.all())
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            keep = np.isfinite(a) & (np.abs(r) < _overflow_threshold(self.fmt)) & (r != 0)
-            t = np.sign(r) * (a - r) / np.broadcast_to(b, a.shape)
-        t = np.where(keep & ~np.isnan(t), np.clip(t, -1.0, 1.0), 0.0)
-        q = np.rint(np.ldexp(t, _ROW_BITS)).astype(np.int64)
+            np.subtract(a, r, out=t)
+            np.divide(t, bb, out=t)
+        if not every:
+            t[~keep] = 0.0
+        if not every or not bb.min() > 0:  # 0/0 (an exact element with a zero bound): no error
+            t[np.isnan(t)] = 0.0
+        np.negative(t, out=t, where=r < 0)
+        np.clip(t, -1.0, 1.0, out=t)
+        t *= 2.0**_ROW_BITS
+        q = np.rint(t, out=t)  # integers |q| ≤ 2^30, held in float64
         dq = None
         if len(groups) > 2:  # row_bias_rel: u_acc·|r_i|/B_i, the t_i of a relative error of one u_acc
+            dq = ar
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                d = groups[2] * np.abs(r) / np.broadcast_to(b, a.shape)
-            d = np.where(keep & ~np.isnan(d), np.clip(d, 0.0, 1.0), 0.0)
-            dq = np.rint(np.ldexp(d, _ROW_BITS)).astype(np.int64)
+                dq *= groups[2]
+                np.divide(dq, bb, out=dq)
+            if not every:
+                dq[~keep] = 0.0
+            if not every or not bb.min() > 0:
+                dq[np.isnan(dq)] = 0.0
+            np.clip(dq, 0.0, 1.0, out=dq)
+            dq *= 2.0**_ROW_BITS
+            np.rint(dq, out=dq)
         if length == 1 and inner == 1:  # every element its own group: closed at once
-            self._close(q[keep], None if dq is None else dq[keep])
+            sel = slice(None) if every else keep
+            self._close(q[sel].astype(np.int64), None if dq is None else dq[sel].astype(np.int64))
             return
-        f = _flat_indices(chunk_index, self.shape, shape)
-        f = f + np.arange(n, dtype=np.int64) if np.ndim(f) == 0 else np.asarray(f, dtype=np.int64)
-        g = (f // (length * inner)) * inner + f % inner
-        if inner > 1:
-            order = np.argsort(g, kind="stable")
-            g, q, keep = g[order], q[order], keep[order]
-            dq = None if dq is None else dq[order]
-        starts = np.concatenate([[0], np.flatnonzero(np.diff(g)) + 1])
-        ids = g[starts]
+        f0 = _flat_indices(chunk_index, self.shape, shape)
+        if inner == 1 and np.ndim(f0) == 0:  # a contiguous run of whole or partial rows: boundaries at multiples of L
+            first = (-int(f0)) % length
+            starts = np.arange(first, n, length, dtype=np.int64)
+            if first:
+                starts = np.concatenate([[0], starts])
+            ids = (int(f0) + starts) // length
+        else:
+            f = f0 + np.arange(n, dtype=np.int64) if np.ndim(f0) == 0 else np.asarray(f0, dtype=np.int64)
+            g = (f // (length * inner)) * inner + f % inner
+            if inner > 1:
+                order = np.argsort(g, kind="stable")
+                g, q, keep = g[order], q[order], keep[order]
+                dq = None if dq is None else dq[order]
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(g)) + 1])
+            ids = g[starts]
         seen = np.diff(np.append(starts, n))
-        kept = np.add.reduceat(keep.astype(np.int64), starts)
-        sums = np.add.reduceat(q, starts)  # (|q| ≤ 2^30: exact for chunks of up to 2^33 elements per group)
-        dsums = np.zeros_like(sums) if dq is None else np.add.reduceat(dq, starts)
+        kept = seen if every else np.add.reduceat(keep.astype(np.int64), starts)
+        # group sums of integers |q| ≤ 2^30: exact in float64 while a group's run in this chunk is at most
+        # 2^22 elements (every partial sum an integer below 2^53, whatever the summation order)
+        exact = (lambda x: np.add.reduceat(x, starts).astype(np.int64)) if length <= 1 << 22 else \
+            (lambda x: np.add.reduceat(x.astype(np.int64), starts))
+        sums = exact(q)
+        dsums = np.zeros_like(sums) if dq is None else exact(dq)
         whole = seen == length
         ok = whole & (kept > 0)
         self._close(np.floor_divide(sums[ok], kept[ok]), None if dq is None else np.floor_divide(dsums[ok], kept[ok]))
