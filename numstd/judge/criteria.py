@@ -626,6 +626,8 @@ class Judge:
             self._groups = row_groups(groups[0], groups[1], self.shape)
         length, inner = self._groups
         n = a.size
+        if a.dtype not in (np.float32, np.float64):  # (16-bit outputs: widened exactly)
+            a = a.astype(np.float64)
         bb = np.broadcast_to(b, a.shape)
         if self._rws.shape[1] < n:  # reused float64 temporaries (fresh ones cost more in page faults)
             self._rws = np.empty((2, n))
