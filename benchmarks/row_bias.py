@@ -3,6 +3,7 @@
     PYTHONPATH=. python benchmarks/row_bias.py            # every op (a few minutes on 2 cores)
     PYTHONPATH=. python benchmarks/row_bias.py softmax    # one op
     PYTHONPATH=. python benchmarks/row_bias.py drift      # shared drifts at 2048 rows (row_bias_rel)
+    PYTHONPATH=. python benchmarks/row_bias.py perf       # check time @1 vs @2
 
 For each op, on one realistic case (softmax/log_softmax/layer_norm: 64×4096 N(0,1) rows; matmul
 256×1024 @ 1024×256; sum/mean 256×1024 rows, seed 0):
@@ -27,7 +28,7 @@ from numstd.corpus import variants_for
 from numstd.ops import validate
 from numstd.registry import get_standard
 
-__all__ = ["main", "run", "drift"]
+__all__ = ["main", "run", "drift", "perf"]
 
 KEYS = {"softmax": "NS-SOFTMAX-FP32", "log_softmax": "NS-LOGSOFTMAX-FP32", "layer_norm": "NS-LAYERNORM-FP32",
         "matmul": "NS-MATMUL-FP32", "sum": "NS-SUM-FP32", "mean": "NS-MEAN-FP32"}
@@ -121,9 +122,46 @@ def drift() -> list[str]:
     return lines
 
 
+def perf(repeats: int = 9) -> list[str]:
+    """What the criterion costs: ``check`` of a correctly rounded fp32 softmax (1024×4096) and sum
+    (4096×1024) under @1 and @2, alternating, medians of ``repeats``, next to the float64 reference
+    plus ``np.allclose``."""
+    import statistics
+    import time
+
+    x = np.random.default_rng(0).standard_normal((1024, 4096)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(-1, keepdims=True))
+    cases = [("softmax", "NS-SOFTMAX-FP32", (e / e.sum(-1, keepdims=True)).astype(np.float32), {"axis": -1}),
+             ("sum", "NS-SUM-FP32", x64.reshape(4096, 1024).sum(-1).astype(np.float32), {"axis": -1})]
+    lines = ["## cost (medians of %d, seconds)" % repeats]
+    for op, key, out, params in cases:
+        inp = [x] if op == "softmax" else [x.reshape(4096, 1024)]
+        times: dict = {1: [], 2: [], "ref": []}
+        for _ in range(repeats):
+            for v in (1, 2):
+                t0 = time.perf_counter()
+                numstd.check(out, op=op, inputs=inp, standard=f"{key}@{v}", **params)
+                times[v].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            if op == "softmax":
+                ee = np.exp(x64 - x64.max(-1, keepdims=True))
+                np.allclose(out, ee / ee.sum(-1, keepdims=True))
+            else:
+                np.allclose(out, x64.reshape(4096, 1024).sum(-1))
+            times["ref"].append(time.perf_counter() - t0)
+        m = {k: statistics.median(v) for k, v in times.items()}
+        lines.append(f"  {op}: check @1 {m[1]:.4f}, @2 {m[2]:.4f} ({m[2] / m[1]:.2f}x); float64 reference + allclose "
+                     f"{m['ref']:.4f} (ratio @1 {m[1] / m['ref']:.2f}, @2 {m[2] / m['ref']:.2f})")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     if argv == ["drift"]:
         print("\n".join(drift()))
+        return 0
+    if argv == ["perf"]:
+        print("\n".join(perf()))
         return 0
     for op in argv or list(KEYS):
         print("\n".join(run(op)), flush=True)

@@ -517,12 +517,15 @@ class Judge:
         pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
         if shifts is not None:
             self._add_shifts(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, shifts, shape)
-        if row_groups is not None:
-            self._add_rows(a, r, b, chunk_index, shape, row_groups)
+        before = (self.compared, self.violations)
         if native:
             self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape)
         else:
             self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
+        if row_groups is not None:
+            # a clean chunk (every element compared, none beyond its bound) needs no mask and no clip
+            clean = self.compared - before[0] == a.size and self.violations == before[1]
+            self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
 
     def _add_numpy(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
         n = a.size
@@ -617,7 +620,7 @@ class Judge:
             q = np.rint(np.clip(s, -_SHIFT_CLIP, _SHIFT_CLIP) * _SHIFT_SCALE).astype(np.int64)
             self._shift_sum[name] = self._shift_sum.get(name, 0) + int(q.sum())
 
-    def _add_rows(self, a, r, b, chunk_index, shape, groups) -> None:
+    def _add_rows(self, a, r, b, chunk_index, shape, groups, clean: bool = False) -> None:
         """Add a chunk to the ``row_bias`` statistic: ``t_i = sign(r_i)·(a_i − r_i)/B_i`` clipped to
         [−1, 1] in integers of 2^-30 over the finite elements with a nonzero finite reference,
         summed per group; a group is closed (its mean ``t_g``, floored to 2^-30, added to the totals)
@@ -632,25 +635,36 @@ class Judge:
         if self._rws.shape[1] < n:  # reused float64 temporaries (fresh ones cost more in page faults)
             self._rws = np.empty((2, n))
         t, ar = self._rws[0, :n], self._rws[1, :n]
-        np.abs(r, out=ar)
-        keep = ar < _overflow_threshold(self.fmt)  # (False for NaN references)
-        keep &= r != 0
-        keep &= np.isfinite(a)
-        every = bool(keep.all())
+        positive = False
+        if clean:  # every output finite and within its bound: only zero references are left out
+            lo = float(r.min())
+            positive = lo > 0
+            every = positive or bool(r.all())
+        if not clean or not every:
+            np.abs(r, out=ar)
+            keep = ar < _overflow_threshold(self.fmt)  # (False for NaN references)
+            keep &= r != 0
+            keep &= np.isfinite(a)
+            every = bool(keep.all())
+        else:
+            keep = None
+        zero_bound = not bb.min() > 0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             np.subtract(a, r, out=t)
             np.divide(t, bb, out=t)
         if not every:
             t[~keep] = 0.0
-        if not every or not bb.min() > 0:  # 0/0 (an exact element with a zero bound): no error
+        if not every or zero_bound:  # 0/0 (an exact element with a zero bound): no error
             t[np.isnan(t)] = 0.0
-        np.negative(t, out=t, where=r < 0)
-        np.clip(t, -1.0, 1.0, out=t)
+        if not positive:
+            np.negative(t, out=t, where=r < 0)
+        if not clean or zero_bound:  # (|t| ≤ 1 already where every element meets its bound)
+            np.clip(t, -1.0, 1.0, out=t)
         t *= 2.0**_ROW_BITS
         q = np.rint(t, out=t)  # integers |q| ≤ 2^30, held in float64
         dq = None
         if len(groups) > 2:  # row_bias_rel: u_acc·|r_i|/B_i, the t_i of a relative error of one u_acc
-            dq = ar
+            dq = np.abs(r, out=ar)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 dq *= groups[2]
                 np.divide(dq, bb, out=dq)
@@ -677,7 +691,8 @@ class Judge:
             g = (f // (length * inner)) * inner + f % inner
             if inner > 1:
                 order = np.argsort(g, kind="stable")
-                g, q, keep = g[order], q[order], keep[order]
+                g, q = g[order], q[order]
+                keep = None if keep is None else keep[order]
                 dq = None if dq is None else dq[order]
             starts = np.concatenate([[0], np.flatnonzero(np.diff(g)) + 1])
             ids = g[starts]
