@@ -82,6 +82,7 @@ class EvidenceRow:
     ulp_q999: float
     passed: bool
     failed: str
+    row_bias_ratio: float = 0.0  # |mean normalised signed row error| / allowed (standards with row_bias)
 
 
 @dataclass
@@ -109,7 +110,9 @@ class CalibrationResult:
         by: dict[str, list[EvidenceRow]] = {}
         for r in self.evidence:
             by.setdefault(r.variant, []).append(r)
-        lines = [f"{self.standard_id}@{self.version}: {self.constant} = {self.fitted:g}, bias tau = {self.bias_tau:g}",
+        crit = self.table.get("criteria", {})
+        row = f", row bias tau = {crit.get('row_bias_tau', 0.0):g}" if crit.get("row_bias") else ""
+        lines = [f"{self.standard_id}@{self.version}: {self.constant} = {self.fitted:g}, bias tau = {self.bias_tau:g}{row}",
                  f"  {'variant':<34} {'kind':<5} {'cases':>5} {'worst |e|/B':>12} {'needs':>9}  outcome"]
         for name, rows in by.items():
             legit = rows[0].legit
@@ -125,7 +128,7 @@ class CalibrationResult:
                              + (f" (model headroom {self.fitted / need:.2f}×)" if need > 0 and self.constant else ""))
             else:
                 caught = [r for r in rows if not r.passed]
-                strongest = max((max(r.normalized_max, r.bias_ratio) for r in rows), default=0.0)
+                strongest = max((max(r.normalized_max, r.bias_ratio, r.row_bias_ratio) for r in rows), default=0.0)
                 out = f"caught on {len(caught)}/{len(rows)} cases ({', '.join(sorted({c for r in caught for c in r.failed.split(',') if c}))})" if caught else "NOT CAUGHT"
                 lines.append(f"  {name:<34} {'bug':<5} {len(rows):>5} {worst:>12.3g} {'':>9}  {out}; strongest {strongest:.3g}× the limit")
         for n in self.notes:
@@ -148,8 +151,8 @@ class CalibrationResult:
         for r in self.evidence:
             if not r.legit and r.family != "backend-excluded":
                 # caught by specials/shape/dtype (no ratio above 1): infinitely far outside
-                strength = math.inf if (not r.passed and max(r.normalized_max, r.bias_ratio) <= 1) else \
-                    max(r.normalized_max, r.bias_ratio)
+                strength = math.inf if (not r.passed and max(r.normalized_max, r.bias_ratio, r.row_bias_ratio) <= 1) \
+                    else max(r.normalized_max, r.bias_ratio, r.row_bias_ratio)
                 by[r.variant] = max(by.get(r.variant, 0.0), strength)
         return min(by.values(), default=math.inf)
 
@@ -408,11 +411,20 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         table["criteria"] = crit_t
         std1 = _standard_from_table(table, version)
         judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual, _ in judged]
+    # row bias (standards that declare it): tau_row = margin × the largest legitimate drift beyond noise
+    row_tau = _fit_row_tau(std1, [(v, res) for v, _, _, (res, _) in judged if v.legit and v.name not in excluded])
+    if row_tau is not None and row_tau > std1.criteria.row_bias_tau:
+        crit_t = dict(table["criteria"])
+        crit_t["row_bias_tau"] = row_tau
+        table["criteria"] = crit_t
+        std1 = _standard_from_table(table, version)
+        judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual, _ in judged]
 
     rows: list[EvidenceRow] = []
     for v, c, actual, (res, crit) in judged:
         failed = [x.name for x in crit if not x.passed]
         bias = next(x for x in crit if x.name == "bias")
+        row = next((x for x in crit if x.name == "row_bias"), None)
         q = res.ulp.quantiles
         rows.append(EvidenceRow(
             variant=v.name, legit=v.legit, family=v.family, case=c.id, distribution=c.distribution, seed=c.seed,
@@ -420,7 +432,9 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
             normalized_max=res.normalized_max,
             bias_ratio=abs(bias.value) / bias.limit if bias.limit and math.isfinite(bias.limit) and bias.limit > 0 else 0.0,
             ulp_max=res.ulp.max, ulp_mean=res.ulp.mean, ulp_mean_signed=res.ulp.mean_signed,
-            ulp_q99=q.get(0.99, 0.0), ulp_q999=q.get(0.999, 0.0), passed=not failed, failed=",".join(failed)))
+            ulp_q99=q.get(0.99, 0.0), ulp_q999=q.get(0.999, 0.0), passed=not failed, failed=",".join(failed),
+            row_bias_ratio=abs(row.value) / row.limit if row is not None and row.limit and math.isfinite(row.limit)
+            and row.limit > 0 else 0.0))
     for r in rows:
         if r.variant in excluded:
             r.legit, r.family = False, "backend-excluded"
@@ -434,11 +448,12 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     for b in bug_names:
         br = [r for r in rows if r.variant == b]
         if all(r.passed for r in br):
-            strongest = max(max(r.normalized_max, r.bias_ratio) for r in br)
+            strongest = max(max(r.normalized_max, r.bias_ratio, r.row_bias_ratio) for r in br)
             problems.append(f"bug variant {b} is not separated: it passes every case (at most {strongest:.3g}× the "
                             f"limit; the bound would have to shrink {1 / max(strongest, 1e-300):.3g}×)")
     ok = not problems
-    table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau)
+    table["provenance"] = _provenance(std1, command, backend_info, date, quick, seed, fitted, constant, tau,
+                                      std1.criteria.row_bias_tau if std1.criteria.row_bias else None)
     from ..emulate.variants import hardware_provenance  # the tensor-core architectures behind the evidence
 
     hardware = hardware_provenance(sorted({r.variant for r in rows if r.legit}))
@@ -450,6 +465,25 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
     if out is not None:
         _write(result, Path(out))
     return result
+
+
+def _fit_row_tau(std: Any, legit: Sequence[tuple]) -> float | None:
+    """The ``row_bias_tau`` a standard with ``row_bias`` needs (``None`` without the criterion):
+    ``margin × max(|T| − ρ_row·D − z_R·s/√R)`` over the legitimate (variant, case) results (``T`` the mean
+    normalised signed group error, ``s`` its across-group sd, :func:`numstd.judge.criteria.row_bias_limit`
+    with τ = 0), rounded up to two significant digits; 0 when no legitimate case drifts beyond noise."""
+    from ..judge.criteria import row_bias_limit
+
+    if not std.criteria.row_bias:
+        return None
+    need = 0.0
+    for _, res in legit:
+        rb = res.row_bias
+        if rb is None or rb.rows < 2:
+            continue
+        noise, _ = row_bias_limit(0.0, std.criteria.row_bias_z, rb, std.criteria.row_bias_rel)
+        need = max(need, abs(rb.mean) - noise)
+    return _ceil2(std.model.margin * need) if need > 0 else 0.0
 
 
 def _table_of(std: Any) -> dict:
@@ -791,7 +825,7 @@ def _unpack(dtype: str, shape: Sequence[int], bits: bytes) -> np.ndarray:
 
 
 def _provenance(std: Any, command: str | None, backends: list, date: str | None, quick: bool, seed: int,
-                fitted: float, constant: str, tau: float) -> dict:
+                fitted: float, constant: str, tau: float, row_tau: float | None = None) -> dict:
     if date is None:
         sde = os.environ.get("SOURCE_DATE_EPOCH")
         date = (_dt.datetime.fromtimestamp(int(sde), _dt.timezone.utc) if sde else _dt.datetime.now(_dt.timezone.utc)).date().isoformat()
@@ -800,7 +834,9 @@ def _provenance(std: Any, command: str | None, backends: list, date: str | None,
         "method": (f"python -m numstd calibrate: {constant or 'no constant'} fitted as margin {std.model.margin:g} × the "
                    f"largest value needed by the legitimate variants of numstd.corpus"
                    + (" and the listed backends" if backends else "") + f" on the suite ({'quick' if quick else 'full'}, seed offset {seed}); "
-                   f"every bug variant verified to fail; bias tau {tau:g}"),
+                   f"every bug variant verified to fail; bias tau {tau:g}"
+                   + ("" if row_tau is None else f"; row bias tau {row_tau:g} (margin {std.model.margin:g} × the largest "
+                      "legitimate drift beyond z_R·sd/√R, numstd.authoring.calibrate._fit_row_tau)")),
         "command": command or f"python -m numstd calibrate --standard {std.id}" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else ""),
         "date": date,
         "numstd_version": __version__,
@@ -852,7 +888,7 @@ def _row_ratio(r: EvidenceRow) -> float:
     """How far a case is from failing, as the worst of its criteria: ``max(max|err|/B, |bias|/allowed)``,
     and above 1 for a case that failed any other criterion (specials, ulp budget, shape), so that a
     bug caught by any criterion is drawn above the pass line."""
-    y = max(r.normalized_max, r.bias_ratio)
+    y = max(r.normalized_max, r.bias_ratio, r.row_bias_ratio)
     if not math.isfinite(y):
         y = 1e6
     if not r.passed and y <= 1.0:

@@ -47,6 +47,13 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             f"with E_i ≤ {c.bias_kappa:g}·ulp"
             + (", relative to the correctly rounded output's mean and shifted by the mean shift of any subset "
                "of the op's constants rounded to the compute format" if c.rounded_constants else ""),
+        ]
+        if c.row_bias:
+            lines.append(f"    row_bias: |mean over groups of mean sign(r_i)·(a_i − r_i)/B_i| ≤ {c.row_bias_tau:g} + "
+                         + (f"{c.row_bias_rel:g}·mean(u_acc·|r_i|/B_i) + " if c.row_bias_rel else "") +
+                         f"t_R({c.row_bias_z:g})·sd/√R over the R groups that share an error (rows of softmax, "
+                         "log_softmax, layer_norm; one output of sum, mean, matmul)")
+        lines += [
             f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
             + ("compared" if c.signed_zero else "ignored")
             + ("; non-finite outputs allowed where an intermediate may overflow the accumulate format "

@@ -39,6 +39,22 @@ The criteria of a standard (DESIGN.md "Criteria"):
     negative shift and is still rejected.  The mean is taken relative to the correctly rounded
     output's own mean over the same elements (``ROUNDED``): equal reference values repeat one
     rounding error, which no kernel can avoid.
+``row_bias``
+    (only standards whose ``[criteria]`` sets ``row_bias = true``) the systematic error that a whole
+    group of outputs shares, judged where the element-level ``bias`` cannot run (every allowance
+    ``E_i`` above ``κ`` ulp: fp32 reductions).  Each finite element with a nonzero reference gives
+    ``t_i = sign(r_i)·(a_i − r_i)/B_i`` clipped to ``[−1, 1]`` (``B_i`` the bound, so ``|t_i| ≤ 1``
+    wherever the bound holds); a group (:func:`row_groups`: a softmax/log_softmax/layer_norm row,
+    one output element of sum/mean/matmul) averages them to ``t_g``; over the ``R`` groups the mean
+    ``T`` and the observed sample standard deviation ``s`` of ``t_g`` give the test
+    ``|T| ≤ τ_row + ρ_row·D + z_R·s/√R`` with ``τ_row`` (``row_bias_tau``) the legitimate drift
+    calibrated from the legitimate variants, ``D`` the same mean of ``u_acc·|r_i|/B_i`` (what a
+    relative error of one ``u_acc`` shared by the group gives) times the declared ``ρ_row``
+    (``row_bias_rel``: the systematic relative error that the group's shared operations — a
+    reciprocal, rsqrt or log, faithfully rounded — may have), and ``z_R`` the Student-t critical value with ``R − 1`` degrees of
+    freedom at the two-sided tail probability of ``row_bias_z`` standard normal deviations
+    (:func:`row_bias_limit`).  All sums are exact integers of ``2^-30`` (chunk-size invariant).
+    The element-level ``bias`` criterion stays beside it.
 ``ulp_max`` / ``ulp_quantiles``
     optional ULP budgets for elementwise functions.
 """
@@ -59,7 +75,8 @@ from ..models import Environment
 from .verdict import CriterionResult, Offender
 
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces",
-           "hull_violations", "spill_mask", "constant_shifts", "bias_excess", "ROUNDED"]
+           "hull_violations", "spill_mask", "constant_shifts", "bias_excess", "ROUNDED", "row_groups",
+           "row_bias_limit", "RowBias"]
 
 _DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
 _DISTINCT_BINS = 1 << _DISTINCT_BITS
@@ -69,6 +86,11 @@ _SHIFT_SCALE = 2.0**32
 _SHIFT_CLIP = 2.0**24
 #: the key of :func:`constant_shifts` for the correctly rounded output's own error (the baseline)
 ROUNDED = "(correctly rounded)"
+#: resolution of the row-bias statistic: t_i (in [-1, 1]) and group means t_g as integers of 2^-30;
+#: their squares from 2^-20 (so a block of 2^22 squares sums exactly in int64)
+_ROW_BITS = 30
+_ROW_SQ_SHIFT = 10
+_ISUM_BLOCK = 1 << 22
 
 
 def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> None:
@@ -97,8 +119,13 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     rows = shape[0] if shape else 1
     step = max(1, CONTRACTION_CHUNK // max(1, math.prod(shape[1:])))
     shifts = constant_shifts(std, ref)
+    groups = None
+    if std.criteria.row_bias:
+        groups = (std.op, dict(getattr(ref, "params", {}) or {}))
+        if std.criteria.row_bias_rel:
+            groups += (std.accumulate.u,)
     if rows <= step:
-        return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index, shifts)]
+        return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index, shifts, groups)]
     p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
     first = chunk_index[p].start or 0
 
@@ -111,12 +138,12 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
         idx = chunk_index[:p] + (slice(first + sl.start, first + sl.stop),) + chunk_index[p + 1:]
         pieces.append(_piece(std, {k: rows_of(v, sl) for k, v in env.items()}, ref.values[sl],
                              rows_of(ref.error_bound, sl), actual[sl], idx,
-                             None if shifts is None else {k: rows_of(v, sl) for k, v in shifts.items()}))
+                             None if shifts is None else {k: rows_of(v, sl) for k, v in shifts.items()}, groups))
     return pieces
 
 
 def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray, chunk_index: tuple,
-           shifts: dict | None = None) -> dict:
+           shifts: dict | None = None, groups: tuple | None = None) -> dict:
     e, bound = std.model.evaluate(env, std.output, ref_error)
     # ulp(r) in the output format where the model computed it already (else the judge does)
     u = env.computed("ulp") if isinstance(env, Environment) else env.get("ulp")
@@ -127,6 +154,8 @@ def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.nd
     spill = spill_mask(std, env)
     if spill is not None:
         piece["spill"] = spill
+    if groups is not None:
+        piece["row_groups"] = groups
     return piece
 
 
@@ -151,6 +180,83 @@ def spill_mask(std: Any, env: Any) -> np.ndarray | None:
         return None
     mask = np.asarray(mag, dtype=np.float64) >= _overflow_threshold(std.accumulate)
     return mask if mask.any() else None
+
+
+def row_groups(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, int]:
+    """The groups of outputs that share an error, for the ``row_bias`` criterion: ``(L, inner)``,
+    so that output element with flat (C-order) index ``f`` belongs to group
+    ``(f // (L·inner))·inner + f % inner`` (``L`` elements each, ``inner`` apart).
+
+    A softmax or log_softmax row (``L`` the length of ``axis``) shares its normaliser ``S``: the
+    rounding of ``S`` scales the whole row.  A layer_norm or rms_norm row shares its mean and
+    deviation.  Every other op (sum, mean, matmul, linear, cross_entropy with ``reduction="none"``)
+    is judged with each output element its own group (``L = 1``): one output is one reduction."""
+    nd = len(shape)
+    if nd == 0:
+        return 1, 1
+    if op in ("softmax", "log_softmax"):
+        a = params.get("axis", -1)
+        a = int(a) % nd if not isinstance(a, (tuple, list)) else nd - 1
+        return int(shape[a]), int(math.prod(shape[a + 1:]))
+    if op in ("layer_norm", "rms_norm"):
+        return int(shape[-1]), 1
+    return 1, 1
+
+
+@dataclass(frozen=True)
+class RowBias:
+    """Totals of the ``row_bias`` statistic: ``rows`` groups with a mean ``mean`` and sample standard
+    deviation ``sd`` (``nan`` for fewer than 2 groups) of their mean normalised signed errors ``t_g``;
+    ``length`` elements per group; ``unit`` the mean over groups of ``u_acc·|r_i|/B_i`` (``nan``
+    when the standard declares no ``row_bias_rel``)."""
+
+    rows: int
+    mean: float
+    sd: float
+    length: int
+    unit: float = math.nan
+
+
+def row_bias_limit(tau: float, z: float, rb: RowBias, rel: float = 0.0) -> tuple[float, float]:
+    """``(limit, z_R)`` of the ``row_bias`` test: ``τ + rel·D + z_R·s/√R`` (``D`` = ``rb.unit``, only
+    when ``rel`` is nonzero), with ``z_R`` the Student-t
+    critical value with ``R − 1`` degrees of freedom at the two-sided tail probability
+    ``erfc(z/√2)`` of ``z`` standard normal deviations (``s`` is estimated from the ``R`` groups
+    themselves, so a small ``R`` widens the limit instead of rejecting for noise)."""
+    from scipy.special import stdtrit
+
+    p = math.erfc(z / math.sqrt(2.0))
+    zr = float(-stdtrit(rb.rows - 1, p / 2.0))
+    drift = rel * rb.unit if rel else 0.0
+    return tau + drift + zr * rb.sd / math.sqrt(rb.rows), zr
+
+
+def _isum(x: np.ndarray) -> int:
+    """Exact sum of an int64 array whose blocks of :data:`_ISUM_BLOCK` elements fit int64."""
+    return sum(int(x[i:i + _ISUM_BLOCK].sum()) for i in range(0, x.size, _ISUM_BLOCK))
+
+
+def _flat_indices(chunk_index: tuple, full: tuple, piece: tuple) -> np.ndarray | int:
+    """Flat C-order indices in the output ``full`` of a chunk's elements (``piece`` the chunk's own
+    shape, ``chunk_index`` ints and slices): the first one when the chunk is one contiguous block
+    (the usual case: axes after its first slice are whole), else every one."""
+    idx = tuple(chunk_index) + (slice(None),) * (len(full) - len(chunk_index))
+    if not full:
+        return 0
+    starts = [sl if not isinstance(sl, slice) else (sl.start or 0) for sl in idx]
+    first = next((k for k, sl in enumerate(idx) if isinstance(sl, slice)), len(full))
+    whole = all(isinstance(sl, slice) and (sl.start or 0) == 0 and (sl.stop is None or sl.stop >= full[k])
+                for k, sl in enumerate(idx) if k > first)
+    f0 = int(np.ravel_multi_index([min(int(s), d - 1) for s, d in zip(starts, full)], full))
+    if whole:
+        return f0
+    axes = [np.arange(int(sl.start or 0), int(sl.start or 0) + piece[m]) for m, sl in
+            enumerate(x for x in idx if isinstance(x, slice))]
+    grids = np.meshgrid(*axes, indexing="ij") if axes else []
+    it = iter(grids)
+    multi = [next(it).reshape(-1) if isinstance(sl, slice) else np.full(max(1, math.prod(piece)), int(sl))
+             for sl in idx]
+    return np.ravel_multi_index(multi, full).reshape(-1)
 
 
 def constant_shifts(std: Any, ref: Any) -> dict[str, np.ndarray] | None:
@@ -341,6 +447,7 @@ class JudgeResult:
     hull_violations: int = 0  # outputs outside the convex hull of v's rows (attention; see hull_violations)
     spilled: int = 0  # non-finite outputs allowed where intermediates overflow (see spill_mask)
     constant_shifts: dict = field(default_factory=dict)  # constant -> mean shift over the bias sample, ulp
+    row_bias: "RowBias | None" = None  # the row_bias statistic (standards that declare it; see row_groups)
 
 
 class Judge:
@@ -375,6 +482,13 @@ class Judge:
         self._spill: np.ndarray | None = None  # the current chunk's spill mask, flat
         self._shift_sum: dict[str, int] = {}  # constant -> Σ sign(r)·shift/ulp(r) · 2^32 over the bias sample
         self._shift_n = 0
+        # row_bias (standards that declare it): groups (L, inner), open groups {g: [seen, kept, Σq]},
+        # closed groups: count, Σ t_g (2^-30), Σ t_g (2^-20) and Σ t_g² (2^-40), exact integers
+        self._groups: tuple[int, int] | None = None
+        self._rel = False  # the groups carry u_acc·|r|/B (row_bias_rel)
+        self._rws = np.empty((2, 0))  # row_bias temporaries, reused across chunks
+        self._open: dict[int, list] = {}
+        self._rows = [0, 0, 0, 0, 0]  # (+ Σ of the groups' mean u_acc·|r|/B, 2^-30, with row_bias_rel)
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
@@ -401,7 +515,7 @@ class Judge:
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0,
-            shifts: dict | None = None, spill: Any = None) -> None:
+            shifts: dict | None = None, spill: Any = None, row_groups: tuple | None = None) -> None:
         """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
         ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
         index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
@@ -409,7 +523,8 @@ class Judge:
         bias statistic are those with a normal reference and, when ``pre_rounding`` (``E_i``,
         broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`);
         ``shifts`` (:func:`constant_shifts`) are averaged over the same elements; ``spill``
-        (:func:`spill_mask`, broadcastable) marks where a non-finite output is allowed."""
+        (:func:`spill_mask`, broadcastable) marks where a non-finite output is allowed; ``row_groups``
+        (``(op, params)``) adds the chunk to the ``row_bias`` statistic (:func:`row_groups`)."""
         from ..core.ulp import ulp as ulp_of
 
         shape = np.shape(actual)
@@ -433,10 +548,15 @@ class Judge:
         self._spill = None if spill is None else np.broadcast_to(np.asarray(spill, dtype=bool), shape).reshape(-1)
         if shifts is not None:
             self._add_shifts(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, shifts, shape)
+        before = (self.compared, self.violations)
         if native:
             self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape)
         else:
             self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
+        if row_groups is not None:
+            # a clean chunk (every element compared, none beyond its bound) needs no mask and no clip
+            clean = self.compared - before[0] == a.size and self.violations == before[1]
+            self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
 
     def _add_numpy(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
         n = a.size
@@ -531,6 +651,137 @@ class Judge:
             q = np.rint(np.clip(s, -_SHIFT_CLIP, _SHIFT_CLIP) * _SHIFT_SCALE).astype(np.int64)
             self._shift_sum[name] = self._shift_sum.get(name, 0) + int(q.sum())
 
+    def _add_rows(self, a, r, b, chunk_index, shape, groups, clean: bool = False) -> None:
+        """Add a chunk to the ``row_bias`` statistic: ``t_i = sign(r_i)·(a_i − r_i)/B_i`` clipped to
+        [−1, 1] in integers of 2^-30 over the finite elements with a nonzero finite reference,
+        summed per group; a group is closed (its mean ``t_g``, floored to 2^-30, added to the totals)
+        once all its ``L`` elements have been seen, in this chunk or across chunks."""
+        if self._groups is None:
+            self._groups = row_groups(groups[0], groups[1], self.shape)
+        length, inner = self._groups
+        n = a.size
+        if a.dtype not in (np.float32, np.float64):  # (16-bit outputs: widened exactly)
+            a = a.astype(np.float64)
+        bb = np.broadcast_to(b, a.shape)
+        if self._rws.shape[1] < n:  # reused float64 temporaries (fresh ones cost more in page faults)
+            self._rws = np.empty((2, n))
+        t, ar = self._rws[0, :n], self._rws[1, :n]
+        positive = False
+        if clean:  # every output finite and within its bound: only zero references are left out
+            lo = float(r.min())
+            positive = lo > 0
+            every = positive or bool(r.all())
+        if not clean or not every:
+            np.abs(r, out=ar)
+            keep = ar < _overflow_threshold(self.fmt)  # (False for NaN references)
+            keep &= r != 0
+            keep &= np.isfinite(a)
+            every = bool(keep.all())
+        else:
+            keep = None
+        zero_bound = not bb.min() > 0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            np.subtract(a, r, out=t)
+            np.divide(t, bb, out=t)
+        if not every:
+            t[~keep] = 0.0
+        if not every or zero_bound:  # 0/0 (an exact element with a zero bound): no error
+            t[np.isnan(t)] = 0.0
+        if not positive:
+            np.negative(t, out=t, where=r < 0)
+        if not clean or zero_bound:  # (|t| ≤ 1 already where every element meets its bound)
+            np.clip(t, -1.0, 1.0, out=t)
+        t *= 2.0**_ROW_BITS
+        q = np.rint(t, out=t)  # integers |q| ≤ 2^30, held in float64
+        dq = None
+        if len(groups) > 2:  # row_bias_rel: u_acc·|r_i|/B_i, the t_i of a relative error of one u_acc
+            dq = np.abs(r, out=ar)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                dq *= groups[2]
+                np.divide(dq, bb, out=dq)
+            if not every:
+                dq[~keep] = 0.0
+            if not every or not bb.min() > 0:
+                dq[np.isnan(dq)] = 0.0
+            np.clip(dq, 0.0, 1.0, out=dq)
+            dq *= 2.0**_ROW_BITS
+            np.rint(dq, out=dq)
+        if length == 1 and inner == 1:  # every element its own group: closed at once
+            sel = slice(None) if every else keep
+            self._close(q[sel].astype(np.int64), None if dq is None else dq[sel].astype(np.int64))
+            return
+        f0 = _flat_indices(chunk_index, self.shape, shape)
+        if inner == 1 and np.ndim(f0) == 0:  # a contiguous run of whole or partial rows: boundaries at multiples of L
+            first = (-int(f0)) % length
+            starts = np.arange(first, n, length, dtype=np.int64)
+            if first:
+                starts = np.concatenate([[0], starts])
+            ids = (int(f0) + starts) // length
+        else:
+            f = f0 + np.arange(n, dtype=np.int64) if np.ndim(f0) == 0 else np.asarray(f0, dtype=np.int64)
+            g = (f // (length * inner)) * inner + f % inner
+            if inner > 1:
+                order = np.argsort(g, kind="stable")
+                g, q = g[order], q[order]
+                keep = None if keep is None else keep[order]
+                dq = None if dq is None else dq[order]
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(g)) + 1])
+            ids = g[starts]
+        seen = np.diff(np.append(starts, n))
+        kept = seen if every else np.add.reduceat(keep.astype(np.int64), starts)
+        # group sums of integers |q| ≤ 2^30: exact in float64 while a group's run in this chunk is at most
+        # 2^22 elements (every partial sum an integer below 2^53, whatever the summation order)
+        exact = (lambda x: np.add.reduceat(x, starts).astype(np.int64)) if length <= 1 << 22 else \
+            (lambda x: np.add.reduceat(x.astype(np.int64), starts))
+        sums = exact(q)
+        dsums = np.zeros_like(sums) if dq is None else exact(dq)
+        whole = seen == length
+        ok = whole & (kept > 0)
+        self._close(np.floor_divide(sums[ok], kept[ok]), None if dq is None else np.floor_divide(dsums[ok], kept[ok]))
+        for k in np.flatnonzero(~whole):
+            acc = self._open.setdefault(int(ids[k]), [0, 0, 0, 0])
+            acc[0] += int(seen[k])
+            acc[1] += int(kept[k])
+            acc[2] += int(sums[k])
+            acc[3] += int(dsums[k])
+            if acc[0] >= length:
+                del self._open[int(ids[k])]
+                self._close_open(acc, dq is not None)
+
+    def _close_open(self, acc: list, rel: bool) -> None:
+        """Close a group gathered across chunks (``[seen, kept, Σq, Σdq]``)."""
+        if acc[1]:
+            self._close(np.array([acc[2] // acc[1]], dtype=np.int64),
+                        np.array([acc[3] // acc[1]], dtype=np.int64) if rel else None)
+
+    def _close(self, tg: np.ndarray, dg: np.ndarray | None = None) -> None:
+        """Add closed groups' means ``tg`` (and ``dg`` of ``u_acc·|r|/B``; integers of 2^-30) to the
+        exact totals."""
+        if tg.size == 0:
+            return
+        t20 = tg >> _ROW_SQ_SHIFT
+        self._rows[0] += int(tg.size)
+        self._rows[1] += _isum(tg)
+        self._rows[2] += _isum(t20)
+        self._rows[3] += _isum(t20 * t20)
+        if dg is not None:
+            self._rows[4] += _isum(dg)
+            self._rel = True
+
+    def _row_result(self) -> "RowBias | None":
+        if self._groups is None:
+            return None
+        for acc in sorted(self._open.values()):  # groups never completed (a partial output): as they are
+            self._close_open(acc, self._rel)
+        self._open.clear()
+        n, s30, s20, q20, d30 = self._rows
+        if n == 0:
+            return RowBias(0, math.nan, math.nan, self._groups[0])
+        mean = s30 / n / 2.0**_ROW_BITS
+        sd = math.sqrt(max(0, n * q20 - s20 * s20) / (n * (n - 1))) / 2.0**(_ROW_BITS - _ROW_SQ_SHIFT) \
+            if n > 1 else math.nan
+        return RowBias(n, mean, sd, self._groups[0], d30 / n / 2.0**_ROW_BITS if self._rel else math.nan)
+
     def _workspace(self, n: int) -> dict:
         """Output arrays of the compiled judge, reused across chunks (grown when a chunk is larger)."""
 
@@ -585,6 +836,7 @@ class Judge:
             hull_violations=self.hull, spilled=self.spilled,
             constant_shifts={k: v / _SHIFT_SCALE / self._shift_n for k, v in sorted(self._shift_sum.items())}
             if self._shift_n else {},
+            row_bias=self._row_result(),
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
         )
@@ -653,6 +905,8 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
             "is larger the final rounding does not dominate, and a mean in ULPs says nothing about it)"))
     else:
         out.append(CriterionResult("bias", True, 0.0, math.inf, "no nonzero finite reference values to test bias on"))
+    if c.row_bias:
+        out.append(_row_bias_result(c, res.row_bias))
     if c.convex_hull:
         out.append(CriterionResult(
             "hull", res.hull_violations == 0, float(res.hull_violations), 0.0,
@@ -668,3 +922,20 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
         ok = not (v > limit)
         out.append(CriterionResult(f"ulp_q{q:g}", ok, v, limit, f"{q:g}-quantile of |ULP error| ≤ {v:.3g} (allowed {limit:g})"))
     return out
+
+
+def _row_bias_result(c: Any, rb: "RowBias | None") -> CriterionResult:
+    """The ``row_bias`` criterion of the totals ``rb`` under criteria ``c``."""
+    if rb is None or rb.rows < 2:
+        n = 0 if rb is None else rb.rows
+        return CriterionResult("row_bias", True, 0.0, math.inf,
+                               f"not tested at the row level: {n} group(s) with a finite nonzero reference "
+                               "(the across-group spread needs at least 2)")
+    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb, c.row_bias_rel)
+    what = f"rows of {rb.length:,}" if rb.length > 1 else "outputs (one reduction each)"
+    rel = (f" + {c.row_bias_rel:g}·{rb.unit:.3g}, a shared relative error of {c.row_bias_rel:g} u_acc"
+           if c.row_bias_rel else "")
+    return CriterionResult(
+        "row_bias", abs(rb.mean) <= limit, rb.mean, limit,
+        f"mean normalised signed error (a − r)·sign(r)/B {rb.mean:+.4f} over {rb.rows:,} {what}, across-group sd "
+        f"{rb.sd:.3g}; allowed ±{limit:.4f} (legitimate drift {c.row_bias_tau:g}{rel} + {zr:.3g}·sd/√{rb.rows:,})")
