@@ -8,6 +8,8 @@ through the Neuron PJRT plugin, ``pip install jax-neuronx``):
 =============  ===============================================================================
 matmul         ``jnp.matmul(A, B)``
 linear         ``x @ W.T + b``
+conv           ``lax.conv_general_dilated(x, W, stride, padding, rhs_dilation=dilation,
+               feature_group_count=groups)`` (NC..., OI... layouts) ``+ b``
 sum, mean      ``jnp.sum`` / ``jnp.mean`` (XLA upcasts 16-bit inputs to float32 internally)
 cumsum         ``jnp.cumsum(x, axis)``
 amax, amin     ``jnp.max`` / ``jnp.min`` (``axis``, ``keepdims``)
@@ -82,6 +84,17 @@ def _norm(jnp: Any, lax: Any, x: Any, w: Any, b: Any, eps: float, centred: bool)
     return y.astype(x.dtype)
 
 
+def _conv(lax: Any, x: Any, w: Any, b: Any, p: dict) -> Any:
+    from ..ops.conv import geometry
+
+    g = geometry(x.shape, w.shape, p)
+    y = lax.conv_general_dilated(x, w, window_strides=g.stride, padding=list(zip(g.pad_lo, g.pad_hi)),
+                                 rhs_dilation=g.dilation, feature_group_count=g.groups)
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * g.nd)
+    return y
+
+
 def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     loss = -jnp.take_along_axis(jax.nn.log_softmax(x, axis=-1), t[:, None].astype(jnp.int32), axis=-1)[:, 0]
     return reduce_loss(jnp, loss, reduction)
@@ -93,7 +106,7 @@ def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
-_SPECIAL: frozenset[str] = frozenset({"linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
+_SPECIAL: frozenset[str] = frozenset({"conv", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
                                       "cross_entropy", "mse_loss"})
 
 
@@ -107,6 +120,7 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
 
     return {
         "linear": lambda a, p: jnp.matmul(a[0], a[1].T) + (a[2] if a[2] is not None else 0),
+        "conv": lambda a, p: _conv(lax, a[0], a[1], a[2], p),
         "sum": red(jnp.sum),
         "mean": red(jnp.mean),
         "layer_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], a[2], p["eps"], True),

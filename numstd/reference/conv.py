@@ -1,0 +1,73 @@
+"""Reference of ``conv``: the implicit GEMM (im2col) through the contraction reference :func:`dot`.
+
+Every output element ``y[n, o, *i]`` is ``bias[o] + sum_k a_k w_k`` over the ``K = C_in/groups ×
+prod(kernel)`` products of the rows of :func:`numstd.ops.conv.im2col` and one group's weight, so
+per group the convolution is ``cols @ W_g.T + bias_g``, and :func:`numstd.reference.contraction.dot`
+gives it with its proven bound (``gamma_{K+1} |cols| |W_g| + ...``, refined by an error-free
+split and double-double sums where the float32 ULP of the result could see the float64 error).
+Padding zeros enter the rows as exact zero products.
+
+Memory: the im2col rows of a block of at most ``max(ROW_BLOCK, 2**20 / K)`` output rows (a
+multiple of :data:`~numstd.reference.contraction.ROW_BLOCK`) exist at a time, never the whole
+im2col matrix.
+
+Chunk invariance: the rows are numbered ``n × P + p`` from the first image of the whole call
+(``check`` splits the batch axis and passes the first image's row number), and every BLAS call
+goes through :func:`~numstd.reference.contraction.padded_matmul` with those absolute numbers, so
+each element has the same bits whatever the chunking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.conv import geometry, group_weight, im2col, pad_input
+from .contraction import CACHE_KEY, RESOLUTION_KEY, ROW0_KEY, ROW_BLOCK, _float32_exact, dot
+
+__all__ = ["conv", "BLOCK_ELEMENTS"]
+
+BLOCK_ELEMENTS: int = 1 << 20
+"""Most im2col elements (rows × K) one block holds (at least one ROW_BLOCK of rows)."""
+
+
+def conv(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``conv(x, weight, bias)``: values, bound and aux ``absdot`` (an upper bound
+    on ``|cols| @ |W_g| + |bias|``) and ``K``."""
+    x_in, w_in, b_in = arrays
+    g = geometry(x_in.shape, w_in.shape, params, op)
+    exact32 = _float32_exact(x_in) and _float32_exact(w_in)
+    xp = pad_input(np.asarray(x_in, dtype=np.float64), g)
+    w = np.asarray(w_in, dtype=np.float64)
+    b = None if b_in is None else np.asarray(b_in, dtype=np.float64)
+    res = params.get(RESOLUTION_KEY)
+    row0 = int(params.get(ROW0_KEY, 0))
+    cache = params.get(CACHE_KEY)
+    N, P, co = x_in.shape[0], g.positions, g.c_out // g.groups
+    rows_total = N * P
+    values = np.empty((rows_total, g.c_out))
+    bound = np.empty_like(values)
+    absdot = np.empty_like(values)
+    step = max(ROW_BLOCK, (BLOCK_ELEMENTS // max(g.K, 1)) // ROW_BLOCK * ROW_BLOCK)
+    # blocks of absolute rows aligned to ROW_BLOCK (the chunk's first row may sit inside one)
+    edges = list(range(0, rows_total, step)) + [rows_total]
+    for grp in range(g.groups):
+        wg = group_weight(w, g, grp)
+        awg = np.abs(wg)
+        if exact32:
+            awg = awg.astype(np.float32)
+        bg = None if b is None else b[grp * co:(grp + 1) * co]
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            cols = im2col(xp, g, grp, np.arange(lo, hi))
+            acols = np.abs(cols)
+            if exact32:
+                acols = acols.astype(np.float32)
+            v, bd, ad = dot(cols, wg, bg, resolution=res or "float32", resolution_slack=res is not None,
+                            absA=acols, absB=awg, row0=row0 + lo, cache=cache)
+            sl = (slice(lo, hi), slice(grp * co, (grp + 1) * co))
+            values[sl], bound[sl], absdot[sl] = v, bd, ad
+    shape = (N,) + g.out_size + (g.c_out,)
+
+    def out(t: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(t.reshape(shape), -1, 1))
+
+    return out(values), out(bound), {"absdot": out(absdot), "K": np.asarray(float(g.K))}
