@@ -30,6 +30,25 @@ BLOCK_ELEMENTS: int = 1 << 20
 """Most im2col elements (rows × K) one block holds (at least one ROW_BLOCK of rows)."""
 
 
+def _group_operand(w_in: np.ndarray, w: np.ndarray, g, grp: int, exact32: bool, cache: dict | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(W_g, |W_g|)`` of one group as the GEMM's right operand (``|W_g|`` float32 where exact),
+    kept in the call's ``cache`` so that every chunk of the batch uses the same arrays (and the
+    contraction reference's operand facts of them are computed once)."""
+    key = None
+    if cache is not None:
+        key = ("conv-weight", w_in.__array_interface__["data"][0], w_in.shape, w_in.strides, w_in.dtype.str, grp)
+        if key in cache:
+            return cache[key]
+    wg = np.ascontiguousarray(group_weight(w, g, grp))
+    awg = np.abs(wg)
+    if exact32:
+        awg = awg.astype(np.float32)
+    if key is not None:
+        cache[key] = (wg, awg)
+    return wg, awg
+
+
 def conv(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``conv(x, weight, bias)``: values, bound and aux ``absdot`` (an upper bound
     on ``|cols| @ |W_g| + |bias|``) and ``K``."""
@@ -51,10 +70,7 @@ def conv(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
     # blocks of absolute rows aligned to ROW_BLOCK (the chunk's first row may sit inside one)
     edges = list(range(0, rows_total, step)) + [rows_total]
     for grp in range(g.groups):
-        wg = group_weight(w, g, grp)
-        awg = np.abs(wg)
-        if exact32:
-            awg = awg.astype(np.float32)
+        wg, awg = _group_operand(w_in, w, g, grp, exact32, cache)
         bg = None if b is None else b[grp * co:(grp + 1) * co]
         for lo, hi in zip(edges[:-1], edges[1:]):
             cols = im2col(xp, g, grp, np.arange(lo, hi))
