@@ -27,7 +27,9 @@ Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, i
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
 mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution),
 conv ``[N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]`` (1 to 3 spatial
-dims; the last four parameters become the case's ``params``, the weight is drawn normal / sqrt(K)).
+dims; the last four parameters become the case's ``params``, the weight is drawn normal / sqrt(K)),
+conv_transpose ``[N, C_in, C_out, groups, stride, padding, output_padding, dilation, *kernel, *spatial]``
+(weight ``(C_in, C_out/groups, *kernel)``).
 Positive-domain functions (log, sqrt, rsqrt) take ``|x|`` (and ``|x| + smallest normal`` for rsqrt).
 """
 
@@ -184,6 +186,16 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         k = cin // max(groups, 1) * int(np.prod(kernel))
         inputs = [q(draw(rng, (n, cin, *spatial), distribution, fmt(0)), 0),
                   q(draw(rng, (cout, cin // max(groups, 1), *kernel), "normal", fmt(1)) / np.sqrt(k), 1),
+                  q(draw(rng, (cout,), "normal", fmt(2)), 2)]
+    elif op == "conv_transpose":
+        n, cin, cout, groups, stride, pad, opad, dil, *rest = shape
+        nd = len(rest) // 2
+        kernel, spatial = rest[:nd], rest[nd:]
+        params = {**dict(params or {}), "groups": groups, "stride": stride, "padding": pad,
+                  "output_padding": opad, "dilation": dil}
+        k = cin // max(groups, 1) * int(np.prod(kernel))
+        inputs = [q(draw(rng, (n, cin, *spatial), distribution, fmt(0)), 0),
+                  q(draw(rng, (cin, cout // max(groups, 1), *kernel), "normal", fmt(1)) / np.sqrt(k), 1),
                   q(draw(rng, (cout,), "normal", fmt(2)), 2)]
     elif op == "attention":
         bsz, lq, s, e = shape

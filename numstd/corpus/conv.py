@@ -1,4 +1,8 @@
-"""Convolution variants (``conv``): implicit GEMMs in other orders and hardware, and the bugs.
+"""Convolution variants (``conv``, ``conv_transpose``): implicit GEMMs in other orders and hardware,
+and the bugs.  A conv_transpose variant computes its equivalent stride-1 convolution of the
+zero-dilated input (:func:`numstd.ops.conv.transposed`) with the same models, except torch CPU and
+the GEMM + col2im formulation (``col2im-fp32``), which compute it directly; on it the
+``flipped-kernel`` bug is the missing flip of the adjoint, and ``stride-off-by-one`` is conv's only.
 
 Every variant forms, per group, the im2col rows of the input (:func:`numstd.ops.conv.im2col`;
 products exact, padding zeros exact) and accumulates ``cols @ W_g.T`` in the accumulation format
@@ -25,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.formats import FORMATS, Format
-from ..ops.conv import Geometry, geometry, group_weight, im2col, pad_input
+from ..ops.conv import Geometry, geometry, group_weight, im2col, pad_input, transposed_problem
 from . import with_causes
 from ._common import (
     FP32_ONLY, f64, finish, float32_inputs, from_torch, low_precision_inputs, narrow_out, registrar, rnd, to_torch,
@@ -36,6 +40,8 @@ __all__ = ["VARIANTS"]
 
 _V: list = []
 variant = registrar(_V)
+
+OPS = ("conv", "conv_transpose")
 
 
 def _gemm(inputs: list, params: dict, core: Callable, *, keep_dtype: bool = False,
@@ -48,7 +54,7 @@ def _gemm(inputs: list, params: dict, core: Callable, *, keep_dtype: bool = Fals
     """
     x = inputs[0] if x is None else x
     w = inputs[1] if w is None else w
-    g = geometry(np.shape(x), np.shape(w), params) if g is None else g
+    g = _geom([x, w], params) if g is None else g
     if not keep_dtype:
         x, w = f64(x), f64(w)
     xp = pad_input(np.asarray(x), g)
@@ -61,6 +67,16 @@ def _gemm(inputs: list, params: dict, core: Callable, *, keep_dtype: bool = Fals
         cols = im2col(xp, g, src, rows)
         acc[:, grp * co:(grp + 1) * co] = f64(core(cols, np.ascontiguousarray(group_weight(np.asarray(w), g, grp))))
     return np.moveaxis(acc.reshape((N,) + g.out_size + (g.c_out,)), -1, 1), g
+
+
+_GEOMETRY = "_geometry"  # the equivalent convolution's geometry of a conv_transpose (run())
+
+
+def _geom(inputs: list, params: dict) -> Geometry:
+    """The convolution geometry the variant computes: conv's own, or the equivalent stride-1
+    convolution of a conv_transpose (whose dilated input and weight ``run`` passes as ``inputs``)."""
+    g = params.get(_GEOMETRY)
+    return g if g is not None else geometry(np.shape(inputs[0]), np.shape(inputs[1]), params)
 
 
 def _epilogue(S: np.ndarray, bias: Any, out: Format, acc: Format, mode: str, seed: int) -> np.ndarray:
@@ -77,17 +93,22 @@ def _ordered(acc: Format, order: str = "sequential", **kw: Any) -> Callable:
 
 def _conv_variant(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
                   observable: Callable | None = None, mode: str = "rne", drop_bias: bool = False,
-                  acc_formats: tuple[str, ...] | None = None) -> Callable:
-    """Register ``body(inputs, params, acc, seed) -> accumulator`` with the GEMM epilogue."""
+                  acc_formats: tuple[str, ...] | None = None, ops: tuple[str, ...] = OPS) -> Callable:
+    """Register ``body(inputs, params, acc, seed, out) -> accumulator`` with the GEMM epilogue, for
+    conv and (as the equivalent convolution of :func:`numstd.ops.conv.transposed`) conv_transpose."""
 
     def deco(body: Callable) -> Callable:
-        def run(inputs, params, out, acc, seed):
-            with np.errstate(all="ignore"):
-                S = body(inputs, params, acc, seed, out)
-                bias = None if drop_bias or len(inputs) < 3 else inputs[2]
-                return _epilogue(S, bias, out, acc, mode, seed)
+        for op in ops:
+            def run(inputs, params, out, acc, seed, _op=op):
+                with np.errstate(all="ignore"):
+                    bias = None if drop_bias or len(inputs) < 3 else inputs[2]
+                    if _op == "conv_transpose":
+                        xd, wt, g, _ = transposed_problem(inputs[0], inputs[1], params)
+                        inputs, params = [xd, wt] + list(inputs[2:]), {**params, _GEOMETRY: g}
+                    S = body(inputs, params, acc, seed, out)
+                    return _epilogue(S, bias, out, acc, mode, seed)
 
-        variant("conv", name, family, legit, description, applies, observable, acc_formats)(run)
+            variant(op, name, family, legit, description, applies, observable, acc_formats)(run)
         return body
 
     return deco
@@ -133,7 +154,7 @@ def _direct_order(g: Geometry) -> np.ndarray:
                "direct convolution loops: for each kernel offset, for each input channel, one FMA into "
                "the fp32 accumulator (the K products in the other order than im2col's)")
 def _direct(inputs, params, acc, seed, out):
-    g = geometry(np.shape(inputs[0]), np.shape(inputs[1]), params)
+    g = _geom(inputs, params)
     perm = _direct_order(g)
     seq = _ordered(acc)
     return _gemm(inputs, params, lambda A, B: seq(A[:, perm], B[perm]), g=g)[0]
@@ -198,6 +219,56 @@ variant("conv", "torch-cpu", "library", True,
         "inputs' dtype", torch_same_format, acc_formats=FP32_ONLY)(_torch_conv)
 
 
+def _torch_conv_transpose(inputs, params, out, acc, seed):
+    import torch
+    import torch.nn.functional as F
+
+    fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[np.ndim(inputs[0]) - 3]
+    ts = [None if a is None else to_torch(a) for a in inputs]
+    with torch.no_grad():
+        y = fn(ts[0], ts[1], ts[2] if len(ts) > 2 else None, stride=params["stride"], padding=params["padding"],
+               output_padding=params["output_padding"], groups=params["groups"], dilation=params["dilation"])
+    return finish(from_torch(y), out)
+
+
+variant("conv_transpose", "torch-cpu", "library", True,
+        "torch CPU F.conv_transpose1d/2d/3d (GEMM then col2im scatter-add, fp32 accumulation for 16-bit "
+        "inputs) in the inputs' dtype", torch_same_format, acc_formats=FP32_ONLY)(_torch_conv_transpose)
+
+
+def _col2im(inputs, params, out, acc, seed):
+    """conv_transpose as GEMM + col2im: per kernel tap, the channel sums in fp32 (BLAS), scattered
+    into the fp32 output in tap order, then the bias and one rounding."""
+    from ..ops.conv import transposed
+
+    x, w = np.asarray(inputs[0]), np.asarray(inputs[1])
+    g, _ = transposed(x.shape, w.shape, params)
+    nd, G = g.nd, g.groups
+    per = lambda v: (v,) * nd if isinstance(v, int) else (tuple(v) * nd if len(v) == 1 else tuple(v))  # noqa: E731
+    s, d, p = per(params["stride"]), per(params["dilation"]), per(params["padding"])
+    ci, co = w.shape[0] // G, w.shape[1]
+    wide = tuple((n - 1) * ss + dd * (k - 1) + 1 + o for n, ss, dd, k, o in
+                 zip(x.shape[2:], s, d, g.kernel, per(params["output_padding"])))
+    y = np.zeros((x.shape[0], g.c_out) + wide, dtype=np.float32)
+    x32, w32 = f64(x).astype(np.float32), f64(w).astype(np.float32)
+    with np.errstate(all="ignore"):
+        for j in np.ndindex(*g.kernel):
+            sl = tuple(slice(j[i] * d[i], j[i] * d[i] + (x.shape[2 + i] - 1) * s[i] + 1, s[i]) for i in range(nd))
+            for grp in range(G):
+                part = np.einsum("nc...,co->no...", x32[:, grp * ci:(grp + 1) * ci],
+                                 w32[(slice(grp * ci, (grp + 1) * ci), slice(None)) + j]).astype(np.float32)
+                y[(slice(None), slice(grp * co, (grp + 1) * co)) + sl] += part
+        crop = tuple(slice(q, q + o) for q, o in zip(p, g.out_size))
+        S = f64(y[(slice(None), slice(None)) + crop])
+        return _epilogue(S, inputs[2] if len(inputs) > 2 else None, out, acc, "rne", seed)
+
+
+variant("conv_transpose", "col2im-fp32", "library", True,
+        "GEMM + col2im (torch's and cuDNN's backward-data formulation): per kernel tap the channel sums "
+        "in float32, scattered into a float32 output in tap order, the bias added in float32",
+        acc_formats=FP32_ONLY)(_col2im)
+
+
 # ---------------------------------------------------------------------------------------------
 # bugs
 # ---------------------------------------------------------------------------------------------
@@ -217,20 +288,20 @@ def _shifted(g: Geometry, stride: tuple | None = None) -> Geometry:
                "the padding offset is one too large on the left (window start i·stride − padding − 1): "
                "every window reads one input position early")
 def _window_shift(inputs, params, acc, seed, out):
-    g = geometry(np.shape(inputs[0]), np.shape(inputs[1]), params)
+    g = _geom(inputs, params)
     return _gemm(inputs, params, _ordered(acc, "blocked", block=32), g=_shifted(g))[0]
 
 
 def _strided(inputs, params, out) -> bool:
-    g = geometry(np.shape(inputs[0]), np.shape(inputs[1]), params)
+    g = _geom(inputs, params)
     return any(s > 1 and o > 1 for s, o in zip(g.stride, g.out_size))
 
 
 @_conv_variant("stride-off-by-one", "indexing", False,
                "the window step is stride − 1 (an off-by-one in the output-to-input index map); only "
-               "observable where stride > 1", observable=_strided)
+               "observable where stride > 1", observable=_strided, ops=("conv",))
 def _stride_bug(inputs, params, acc, seed, out):
-    g = geometry(np.shape(inputs[0]), np.shape(inputs[1]), params)
+    g = _geom(inputs, params)
     return _gemm(inputs, params, _ordered(acc, "blocked", block=32),
                  g=_shifted(g, tuple(max(1, s - 1) for s in g.stride)))[0]
 
@@ -302,7 +373,7 @@ def _tf32(inputs, params, acc, seed, out):
 
 @_conv_variant("zeros", "zeros", False, "returns zeros of the right shape and dtype", drop_bias=True)
 def _zeros(inputs, params, acc, seed, out):
-    g = geometry(np.shape(inputs[0]), np.shape(inputs[1]), params)
+    g = _geom(inputs, params)
     return np.zeros((np.shape(inputs[0])[0], g.c_out) + g.out_size)
 
 

@@ -24,7 +24,8 @@ import numpy as np
 from ..core.errors import ParameterError, ShapeError
 from .entry import OpInfo, entry
 
-__all__ = ["ENTRIES", "Geometry", "geometry", "im2col", "group_weight"]
+__all__ = ["ENTRIES", "Geometry", "geometry", "im2col", "group_weight", "pad_input", "transposed", "dilate_input",
+           "transpose_weight", "transposed_problem"]
 
 _PADDING_MODES = ("valid", "same")
 
@@ -173,10 +174,96 @@ def geometry(x_shape: Sequence[int], w_shape: Sequence[int], params: Mapping[str
 
 
 def pad_input(x: np.ndarray, g: Geometry) -> np.ndarray:
-    """``x`` with the geometry's zero padding (same dtype)."""
+    """``x`` with the geometry's zero padding (same dtype); a negative padding crops (the
+    equivalent convolution of a transposed one, :func:`transposed`)."""
     if not any(g.pad_lo) and not any(g.pad_hi):
         return x
-    return np.pad(x, [(0, 0), (0, 0)] + list(zip(g.pad_lo, g.pad_hi)))
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(max(a, 0), max(b, 0)) for a, b in zip(g.pad_lo, g.pad_hi)])
+    crop = tuple(slice(max(-a, 0), n - max(-b, 0)) for a, b, n in zip(g.pad_lo, g.pad_hi, xp.shape[2:]))
+    return xp[(slice(None), slice(None)) + crop]
+
+
+def transposed(x_shape: Sequence[int], w_shape: Sequence[int], params: Mapping[str, Any],
+               op: str = "conv_transpose") -> tuple[Geometry, int]:
+    """The stride-1 convolution that equals ``conv_transpose(x, weight)`` on the zero-dilated input.
+
+    ``conv_transpose`` (torch.nn.functional.conv_transpose1d/2d/3d; weight ``(C_in, C_out/groups,
+    *kernel)``) is the convolution of :func:`dilate_input` ``(x)`` (``stride − 1`` zeros between
+    neighbours) with :func:`transpose_weight` ``(weight)`` (kernel flipped, in/out channels swapped
+    per group), stride 1, the same dilation, padding ``d(k−1) − p`` before and ``d(k−1) − p +
+    output_padding`` after (negative: cropped).  Returns that geometry and the largest number of
+    nonzero products of one output element, ``C_in/groups × prod(ceil(k / (s / gcd(s, d))))``
+    (the K of the error model: the inserted zeros are exact).
+
+    Raises what torch rejects: ``ShapeError`` for the layouts, ``ParameterError`` for groups not
+    dividing the channels, ``output_padding >= max(stride, dilation)`` and an output size below 1.
+    """
+    x_shape, w_shape = tuple(int(v) for v in x_shape), tuple(int(v) for v in w_shape)
+    if not 3 <= len(x_shape) <= 5:
+        raise ShapeError(f"{op}: inputs[0] (x) has shape {x_shape}; it must be (N, C_in, *spatial) with 1, 2 or 3 "
+                         "spatial dimensions (conv_transpose1d/2d/3d); add a batch axis of 1 for a single image")
+    nd = len(x_shape) - 2
+    if len(w_shape) != len(x_shape):
+        raise ShapeError(f"{op}: inputs[1] (weight) has shape {w_shape}; for a {nd}-D transposed convolution it must "
+                         f"be (C_in, C_out/groups, {', '.join(['k'] * nd)}) ({nd + 2} dims)")
+    groups = int(params["groups"])
+    c_in = x_shape[1]
+    if w_shape[0] != c_in:
+        raise ShapeError(f"{op}: weight {w_shape} has {w_shape[0]} input channels but x has C_in={c_in}; the weight "
+                         "of a transposed convolution is (C_in, C_out/groups, *kernel)")
+    c_out = w_shape[1] * groups
+    if c_in % groups:
+        raise ParameterError(f"{op}: groups={groups} must divide C_in={c_in}; allowed: a divisor of {c_in}")
+    kernel = w_shape[2:]
+    if min(kernel) < 1 or c_out < 1:
+        raise ShapeError(f"{op}: weight {w_shape} is empty; every kernel size and C_out/groups must be >= 1")
+    stride = _per_dim(op, "stride", params["stride"], nd)
+    dilation = _per_dim(op, "dilation", params["dilation"], nd)
+    pad = _per_dim(op, "padding", params["padding"], nd)
+    opad = _per_dim(op, "output_padding", params["output_padding"], nd)
+    for i, (q, s_, d_) in enumerate(zip(opad, stride, dilation)):
+        if q >= max(s_, d_):
+            raise ParameterError(f"{op}: output_padding={q} along spatial dim {i} is not allowed; it must be smaller "
+                                 f"than stride or dilation (< {max(s_, d_)}), as in torch")
+    lo = tuple(d_ * (k - 1) - q for d_, k, q in zip(dilation, kernel, pad))
+    hi = tuple(a + q for a, q in zip(lo, opad))
+    size = tuple((n - 1) * s_ + 1 for n, s_ in zip(x_shape[2:], stride))
+    out = tuple((n - 1) * s_ - 2 * q + d_ * (k - 1) + o + 1
+                for n, s_, q, d_, k, o in zip(x_shape[2:], stride, pad, dilation, kernel, opad))
+    if min(out) < 1:
+        i = int(np.argmin(out))
+        raise ParameterError(f"{op}: the output would have size {out[i]} along spatial dim {i} (input "
+                             f"{x_shape[2 + i]}, stride {stride[i]}, padding {pad[i]}, kernel {kernel[i]}); allowed: "
+                             "padding with (input-1)*stride + dilation*(kernel-1) + output_padding + 1 > 2*padding")
+    g = Geometry(nd, groups, c_in, c_out, kernel, (1,) * nd, dilation, lo, hi, size, out)
+    terms = (c_in // groups) * math.prod(-(-k // (s_ // math.gcd(s_, d_))) for k, s_, d_ in zip(kernel, stride, dilation))
+    return g, terms
+
+
+def dilate_input(x: np.ndarray, stride: Sequence[int]) -> np.ndarray:
+    """``x`` with ``stride − 1`` zeros between neighbours along each spatial axis (same dtype)."""
+    stride = tuple(int(s) for s in stride)
+    if all(s == 1 for s in stride):
+        return x
+    shape = x.shape[:2] + tuple((n - 1) * s + 1 for n, s in zip(x.shape[2:], stride))
+    out = np.zeros(shape, dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)] = x
+    return out
+
+
+def transpose_weight(w: np.ndarray, groups: int) -> np.ndarray:
+    """``(C_in, C_out/g, *k)`` -> the equivalent convolution's ``(C_out, C_in/g, *k)``, kernel flipped."""
+    ci, co = w.shape[0] // groups, w.shape[1]
+    k = w.shape[2:]
+    wt = w.reshape((groups, ci, co) + k).swapaxes(1, 2).reshape((groups * co, ci) + k)
+    return np.ascontiguousarray(wt[(slice(None), slice(None)) + (slice(None, None, -1),) * len(k)])
+
+
+def transposed_problem(x: Any, w: Any, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, Geometry, int]:
+    """``(dilated x, equivalent weight, geometry, K)`` of ``conv_transpose(x, w)`` (:func:`transposed`)."""
+    g, terms = transposed(np.shape(x), np.shape(w), params)
+    stride = _per_dim("conv_transpose", "stride", params["stride"], g.nd)
+    return dilate_input(np.asarray(x), stride), transpose_weight(np.asarray(w), g.groups), g, terms
 
 
 def im2col(xp: np.ndarray, g: Geometry, group: int, rows: np.ndarray) -> np.ndarray:
@@ -204,6 +291,15 @@ def group_weight(w: np.ndarray, g: Geometry, group: int) -> np.ndarray:
     return w[group * co:(group + 1) * co].reshape(co, -1).T
 
 
+def _conv_transpose_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    x, w, b = a
+    g, _ = transposed(x.shape, w.shape, p, spec.name)
+    if b is not None and (b.ndim != 1 or b.shape[0] != g.c_out):
+        raise ShapeError(f"{spec.name}: inputs[2] (bias) has shape {b.shape}; it must be (C_out,) = ({g.c_out},), "
+                         "one bias per output channel")
+    return (x.shape[0], g.c_out) + g.out_size
+
+
 def _conv_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
     x, w, b = a
     g = geometry(x.shape, w.shape, p, spec.name)
@@ -227,4 +323,18 @@ ENTRIES: tuple[OpInfo, ...] = (
                         "dilation": _int_or_tuple("dilation", 1, "positive"), "groups": _groups},
           check_params=_check_params,
           calls={}),  # (the call depends on the rank: the backends choose conv1d/2d/3d)
+    entry("conv_transpose", "contraction", ("x", "weight", "bias"), 1,
+          {"stride": 1, "padding": 0, "output_padding": 0, "groups": 1, "dilation": 1}, (
+              'torch.nn.functional.conv_transpose1d/2d/3d by the rank of x (the adjoint of conv): x (N, C_in, '
+              '*spatial), weight (C_in, C_out/groups, *kernel), bias (C_out,) or omitted; output size (L-1)·stride '
+              '- 2·padding + dilation·(k-1) + output_padding + 1. Computed as the stride-1 convolution of the '
+              'zero-dilated input with the flipped, channel-swapped weight; K = the largest number of nonzero '
+              'products of an output, C_in/groups × prod(ceil(k / (stride / gcd(stride, dilation)))).'
+          ),
+          shape=_conv_transpose_shape, reference="conv:conv_transpose", corpus="conv", terms=("absdot", "K"),
+          param_checks={"stride": _int_or_tuple("stride", 1, "positive"),
+                        "padding": _int_or_tuple("padding", 0, "non-negative"),
+                        "output_padding": _int_or_tuple("output_padding", 0, "non-negative"),
+                        "dilation": _int_or_tuple("dilation", 1, "positive"), "groups": _groups},
+          calls={}),
 )

@@ -1,4 +1,5 @@
-"""Reference of ``conv``: the implicit GEMM (im2col) through the contraction reference :func:`dot`.
+"""References of ``conv`` and ``conv_transpose``: the implicit GEMM (im2col) through the contraction
+reference :func:`dot`.
 
 Every output element ``y[n, o, *i]`` is ``bias[o] + sum_k a_k w_k`` over the ``K = C_in/groups ×
 prod(kernel)`` products of the rows of :func:`numstd.ops.conv.im2col` and one group's weight, so
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.conv import geometry, group_weight, im2col, pad_input
+from ..ops.conv import geometry, group_weight, im2col, pad_input, transposed_problem
 from .contraction import CACHE_KEY, RESOLUTION_KEY, ROW0_KEY, ROW_BLOCK, _float32_exact, dot
 
-__all__ = ["conv", "BLOCK_ELEMENTS"]
+__all__ = ["conv", "conv_transpose", "BLOCK_ELEMENTS"]
 
 BLOCK_ELEMENTS: int = 1 << 20
 """Most im2col elements (rows × K) one block holds (at least one ROW_BLOCK of rows)."""
@@ -54,9 +55,26 @@ def conv(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
     on ``|cols| @ |W_g| + |bias|``) and ``K``."""
     x_in, w_in, b_in = arrays
     g = geometry(x_in.shape, w_in.shape, params, op)
+    return _core(x_in, w_in, b_in, np.asarray(x_in, dtype=np.float64), np.asarray(w_in, dtype=np.float64), g, g.K,
+                 params)
+
+
+def conv_transpose(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``conv_transpose(x, weight, bias)``: the stride-1 convolution of the zero-dilated
+    input with the flipped, channel-swapped weight (:func:`numstd.ops.conv.transposed`; the
+    inserted zeros are exact zero products), aux ``K`` the largest number of nonzero products."""
+    x_in, w_in, b_in = arrays
+    xd, wt, g, terms = transposed_problem(np.asarray(x_in, dtype=np.float64), np.asarray(w_in, dtype=np.float64),
+                                          params)
+    return _core(x_in, w_in, b_in, xd, wt, g, terms, params)
+
+
+def _core(x_in: np.ndarray, w_in: np.ndarray, b_in: np.ndarray | None, x: np.ndarray, w: np.ndarray, g,
+          terms: int, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The convolution of geometry ``g`` of float64 ``x`` and ``w`` (the inputs ``x_in``, ``w_in`` say
+    whether ``|.|`` is exact in float32 and key the weight cache)."""
     exact32 = _float32_exact(x_in) and _float32_exact(w_in)
-    xp = pad_input(np.asarray(x_in, dtype=np.float64), g)
-    w = np.asarray(w_in, dtype=np.float64)
+    xp = pad_input(x, g)
     b = None if b_in is None else np.asarray(b_in, dtype=np.float64)
     res = params.get(RESOLUTION_KEY)
     row0 = int(params.get(ROW0_KEY, 0))
@@ -67,7 +85,6 @@ def conv(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
     bound = np.empty_like(values)
     absdot = np.empty_like(values)
     step = max(ROW_BLOCK, (BLOCK_ELEMENTS // max(g.K, 1)) // ROW_BLOCK * ROW_BLOCK)
-    # blocks of absolute rows aligned to ROW_BLOCK (the chunk's first row may sit inside one)
     edges = list(range(0, rows_total, step)) + [rows_total]
     for grp in range(g.groups):
         wg, awg = _group_operand(w_in, w, g, grp, exact32, cache)
@@ -86,4 +103,4 @@ def conv(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
     def out(t: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(np.moveaxis(t.reshape(shape), -1, 1))
 
-    return out(values), out(bound), {"absdot": out(absdot), "K": np.asarray(float(g.K))}
+    return out(values), out(bound), {"absdot": out(absdot), "K": np.asarray(float(terms))}
