@@ -315,3 +315,152 @@ def test_grade_recognises_functional_conv2d_and_fails_a_flipped_kernel():
     r = grade(ref, _Functional(flip=True), lambda: [torch.randn(2, 3, 8, 8)], trials=1, dtype="float32")
     assert not r.passed
     assert any(c.kind == "op" and c.verdict.standard_id == "NS-CONV-FP32@1" and not c.verdict.passed for c in r.cases)
+
+
+# ------------------------------------------------------------------------------------------
+# conv_transpose
+# ------------------------------------------------------------------------------------------
+
+
+def _torch_conv_transpose(x, w, b, **p):
+    fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[x.ndim - 3]
+    t = lambda a: None if a is None else torch.tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
+    return fn(t(x), t(w), t(b), **p).numpy()
+
+
+def _exact_conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation):
+    """Scatter form with exact rational sums: every input element adds x·w to the outputs it reaches
+    (the definition of the adjoint; independent of the zero-dilation in numstd.ops.conv)."""
+    nd = x.ndim - 2
+    per = lambda v: (v,) * nd if isinstance(v, int) else tuple(v)  # noqa: E731
+    s, p, op_, d = per(stride), per(padding), per(output_padding), per(dilation)
+    N, C = x.shape[:2]
+    co = w.shape[1]
+    ks = w.shape[2:]
+    outs = tuple((n - 1) * ss - 2 * pp + dd * (k - 1) + o + 1 for n, ss, pp, dd, k, o in zip(x.shape[2:], s, p, d, ks, op_))
+    y = np.empty((N, co * groups) + outs, dtype=object)
+    for idx in np.ndindex(*y.shape):
+        y[idx] = Fraction(0) if b is None else Fraction(float(b[idx[1]]))
+    ci = C // groups
+    for n, c in itertools.product(range(N), range(C)):
+        grp = c // ci
+        for pos in itertools.product(*(range(m) for m in x.shape[2:])):
+            for o in range(co):
+                for j in itertools.product(*(range(k) for k in ks)):
+                    q = tuple(pos[i] * s[i] - p[i] + j[i] * d[i] for i in range(nd))
+                    if all(0 <= q[i] < outs[i] for i in range(nd)):
+                        y[(n, grp * co + o) + q] += Fraction(float(x[(n, c) + pos])) * Fraction(float(w[(c, o) + j]))
+    return y
+
+
+TRANSPOSE_CASES = [
+    ((2, 4, 5), (4, 3, 3), dict(stride=2, padding=1, output_padding=1, groups=1, dilation=1)),
+    ((1, 4, 3, 4), (4, 1, 2, 3), dict(stride=(2, 3), padding=(0, 1), output_padding=(1, 0), groups=2,
+                                      dilation=(1, 2))),
+    ((1, 2, 2, 3, 2), (2, 2, 2, 2, 2), dict(stride=2, padding=0, output_padding=0, groups=1, dilation=1)),
+]
+
+
+@pytest.mark.parametrize("xs, ws, p", TRANSPOSE_CASES)
+def test_conv_transpose_reference_within_its_bound_of_the_exact_sum(xs, ws, p):
+    g = rng(11)
+    x = g.standard_normal(xs).astype(np.float32)
+    w = g.standard_normal(ws).astype(np.float32)
+    b = g.standard_normal(ws[1] * p["groups"]).astype(np.float32)
+    r = reference("conv_transpose", [x, w, b], **p)
+    exact = _exact_conv_transpose(x, w, b, **p)
+    assert r.values.shape == exact.shape
+    _assert_within_bound(r, exact)
+    np.testing.assert_allclose(r.values, _torch_conv_transpose(x, w, b, **p), rtol=0, atol=1e-12)
+
+
+def test_conv_transpose_K_counts_the_nonzero_products():
+    x = np.ones((1, 3, 6), np.float32)
+    w = np.ones((3, 2, 5), np.float32)
+    for p, K in ((dict(stride=2), 3 * 3), (dict(stride=1), 3 * 5), (dict(stride=4, dilation=2), 3 * 3),
+                 (dict(stride=3), 3 * 2)):
+        r = reference("conv_transpose", [x, w], **p)
+        assert float(r.aux["K"]) == K
+        # all-ones inputs: the largest output is the number of products reaching it
+        assert float(r.values.max()) == K
+
+
+@pytest.mark.parametrize("p, name", [(dict(output_padding=2, stride=2), "output_padding"),
+                                     (dict(padding=-1), "padding"), (dict(stride=0), "stride"),
+                                     (dict(groups=3), "groups"), (dict(padding=5), "output would have size"),
+                                     (dict(dilation=0), "dilation")])
+def test_conv_transpose_bad_parameters(p, name):
+    x = np.zeros((1, 4, 5, 5), np.float32)
+    w = np.zeros((4, 2, 3, 3), np.float32)
+    with pytest.raises((RuntimeError, ValueError)):
+        _torch_conv_transpose(x, w, None, **p)
+    with pytest.raises(ParameterError, match=name):
+        validate("conv_transpose", [x, w], p)
+
+
+def test_conv_transpose_does_not_depend_on_the_batch_chunking():
+    from numstd import check
+
+    g = rng(12)
+    x = g.standard_normal((5, 6, 7, 7)).astype(np.float32)
+    w = (g.standard_normal((6, 4, 3, 3)) / 6).astype(np.float32)
+    b = g.standard_normal(8).astype(np.float32)
+    p = dict(stride=2, padding=1, output_padding=1, groups=2)
+    y = F.conv_transpose2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), **p).numpy()
+    whole = reference("conv_transpose", [x, w, b], **p)
+    P = 14 * 14
+    for s in range(5):
+        part = reference("conv_transpose", [x[s:s + 1], w, b], row_offset=s * P, **p)
+        np.testing.assert_array_equal(part.values, whole.values[s:s + 1])
+        np.testing.assert_array_equal(part.error_bound, whole.error_bound[s:s + 1])
+    vs = [check(y, op="conv_transpose", inputs=[x, w, b], chunk_size=c, **p) for c in (50, 3000, 1 << 19)]
+    assert all(v.passed for v in vs) and len({v.normalized_max for v in vs}) == 1
+
+
+@pytest.mark.parametrize("fmt", ["float32", "bfloat16"])
+def test_conv_transpose_standards_pass_torch_and_fail_bugs(fmt):
+    from numstd import check
+    from numstd.catalog.suites import make_case
+    from numstd.corpus import variants_for
+
+    c = make_case("conv_transpose", [2, 8, 8, 2, 2, 1, 1, 1, 3, 3, 6, 6], "normal", 4, [fmt])
+    by = {v.name: v for v in variants_for("conv_transpose")}
+    std = {"float32": "NS-CONVTRANSPOSE-FP32", "bfloat16": "NS-CONVTRANSPOSE-BF16"}[fmt]
+    for legit in ("torch-cpu", "col2im-fp32", "im2col-blocked32"):
+        y = by[legit](c.inputs, c.params, out=fmt)
+        assert check(y, op="conv_transpose", inputs=c.inputs, standard=std, **c.params).passed, legit
+    for bug in ("flipped-kernel", "window-shift", "groups-ignored", "missing-bias", "zeros"):
+        yb = by[bug](c.inputs, c.params, out=fmt)
+        assert not check(yb, op="conv_transpose", inputs=c.inputs, standard=std, **c.params).passed, bug
+
+
+def test_torch_cpu_fp16_conv_transpose_is_a_float16_col2im():
+    """Why torch CPU fails NS-CONVTRANSPOSE-FP16 (known_library_defects.toml): its fp16
+    conv_transpose2d equals, bit for bit, per-tap channel sums rounded to fp16 and scatter-added in
+    fp16 (col2im in the storage format), then the bias added in fp16."""
+    g = rng(13)
+    x = g.standard_normal((2, 8, 5, 5)).astype(np.float16)
+    w = (g.standard_normal((8, 4, 3, 3)) / 5).astype(np.float16)
+    b = g.standard_normal(4).astype(np.float16)
+    yt = F.conv_transpose2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=2, padding=1,
+                            output_padding=1).numpy()
+    y = np.zeros((2, 4, 12, 12), np.float16)
+    for i, j in itertools.product(range(3), range(3)):
+        part = np.einsum("nchw,co->nohw", x.astype(np.float32), w[:, :, i, j].astype(np.float32)).astype(np.float16)
+        y[:, :, i:i + 9:2, j:j + 9:2] += part
+    model = y[:, :, 1:11, 1:11] + b[None, :, None, None]
+    np.testing.assert_array_equal(yt, model)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: torch.nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1), (2, 4, 9)),
+    (lambda: torch.nn.ConvTranspose2d(4, 4, 4, stride=2, padding=1, groups=2), (2, 4, 5, 5)),
+    (lambda: torch.nn.ConvTranspose3d(2, 2, 2, stride=2, bias=False), (1, 2, 3, 3, 3)),
+])
+def test_grade_judges_conv_transpose_modules_by_the_op_standard(make, shape):
+    from numstd import grade
+
+    torch.manual_seed(2)
+    ref = make()
+    r = grade(ref, ref, lambda: [torch.randn(*shape)], trials=1, dtype="float32")
+    assert r.passed and {c.verdict.standard_id for c in r.cases if c.kind == "op"} == {"NS-CONVTRANSPOSE-FP32@1"}
