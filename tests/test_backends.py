@@ -29,7 +29,7 @@ from numstd.suites import make_case
 # is catching wrong formulas, axes, dtypes and parameters, not judging accuracy)
 TOL = {"float32": 1e-5, "bfloat16": 1.6e-2, "float16": 2e-3}
 SHAPES = {"matmul": (2, 24, 40, 8), "linear": (6, 40, 5), "attention": (2, 5, 7, 8), "cross_entropy": (6, 10),
-          "conv": (2, 4, 6, 2, 2, 1, 1, 3, 3, 7, 7)}  # conv: [N, C_in, C_out, groups, stride, padding, dilation, k, k, H, W]
+          "conv": (2, 4, 6, 2, 2, 1, 1, 3, 3, 7, 7), "conv_transpose": (2, 4, 6, 2, 2, 1, 1, 1, 3, 3, 4, 4)}  # conv: [N, C_in, C_out, groups, stride, padding, dilation, k, k, H, W]
 PARAMS = {"attention": {"causal": True}, "gelu": {"approximate": "tanh"}, "log_softmax": {"axis": 0},
           "sum": {"axis": -1, "keepdims": True}, "mean": {"axis": None}, "clamp": {"min": -0.3, "max": 0.7},
           "celu": {"alpha": 2.0}, "leaky_relu": {"negative_slope": 0.2}}
