@@ -16,7 +16,7 @@ Kinds (what the error analysis of the op looks like):
 ==============  =====================================================================
 kind            ops
 ==============  =====================================================================
-contraction     matmul, linear, conv  (dot products of length K)
+contraction     matmul, linear, conv, conv_transpose  (dot products of length K)
 reduction       sum, mean, amax, amin (amax/amin exact: reference ``exact:extremum``)
 scan            cumsum
 softmax         softmax, log_softmax

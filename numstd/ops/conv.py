@@ -1,4 +1,5 @@
-"""Convolutions: ``conv`` (1-, 2- or 3-D by the input's rank; cross-correlation as in torch).
+"""Convolutions: ``conv`` (1-, 2- or 3-D by the input's rank; cross-correlation as in torch) and
+``conv_transpose`` (its adjoint, torch's conv_transpose1d/2d/3d; :func:`transposed`).
 
 ``conv(x, weight, bias)`` with ``x`` ``(N, C_in, *spatial)``, ``weight`` ``(C_out, C_in/groups,
 *kernel)`` and ``bias`` ``(C_out,)`` or omitted is ``torch.nn.functional.conv1d/2d/3d``: every
