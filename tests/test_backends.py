@@ -28,7 +28,8 @@ from numstd.suites import make_case
 # normwise relative tolerance max|y - r| / max|r| for a correct implementation (loose: the point
 # is catching wrong formulas, axes, dtypes and parameters, not judging accuracy)
 TOL = {"float32": 1e-5, "bfloat16": 1.6e-2, "float16": 2e-3}
-SHAPES = {"matmul": (2, 24, 40, 8), "linear": (6, 40, 5), "attention": (2, 5, 7, 8), "cross_entropy": (6, 10)}
+SHAPES = {"matmul": (2, 24, 40, 8), "linear": (6, 40, 5), "attention": (2, 5, 7, 8), "cross_entropy": (6, 10),
+          "conv": (2, 4, 6, 2, 2, 1, 1, 3, 3, 7, 7), "conv_transpose": (2, 4, 6, 2, 2, 1, 1, 1, 3, 3, 4, 4)}  # conv: [N, C_in, C_out, groups, stride, padding, dilation, k, k, H, W]
 PARAMS = {"attention": {"causal": True}, "gelu": {"approximate": "tanh"}, "log_softmax": {"axis": 0},
           "sum": {"axis": -1, "keepdims": True}, "mean": {"axis": None}, "clamp": {"min": -0.3, "max": 0.7},
           "celu": {"alpha": 2.0}, "leaky_relu": {"negative_slope": 0.2}}
@@ -111,6 +112,7 @@ def test_every_claimed_op_is_close_to_the_reference(name, fmt):
     for op in sorted(be.ops()):
         params = PARAMS.get(op, {})
         case = make_case(op, SHAPES.get(op, (4, 33)), "normal", 0, [fmt], params)
+        params = dict(case.params)  # (conv's come from its shape)
         y = be.run(op, list(case.inputs), **params)
         assert isinstance(y, np.ndarray)
         assert y.dtype == case.inputs[0].dtype, (op, y.dtype)

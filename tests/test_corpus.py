@@ -13,6 +13,7 @@ detected on every case where it is observable.
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -33,7 +34,7 @@ ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "
                "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh", "clamp")
 #: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
 EXTREMA = ("amax", "amin")
-BRIEF_OPS = ("matmul", "linear", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
+BRIEF_OPS = ("matmul", "linear", "conv", "conv_transpose", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
              "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss")
 
 # (shape, params, input formats, output format) per op; distributions per op.
@@ -43,6 +44,12 @@ CASES: dict[str, list] = {
     "matmul": [((24, 200, 20), {}, BF, BF), ((24, 200, 20), {}, F32, F32),
                ((2, 8, 136, 12), {}, "float16", "float16"), ((16, 256, 16), {}, "float8_e4m3fn", BF)],
     "linear": [((24, 200, 20), {}, BF, BF), ((24, 200, 20), {}, F32, F32)],
+    # conv shapes: [N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]
+    "conv": [((2, 16, 16, 2, 2, 1, 1, 3, 3, 12, 12), {}, BF, BF), ((2, 8, 16, 1, 1, 2, 2, 5, 40), {}, F32, F32),
+             ((1, 4, 4, 4, 1, 1, 1, 3, 3, 3, 5, 5, 5), {}, "float16", "float16")],
+    # [N, C_in, C_out, groups, stride, padding, output_padding, dilation, *kernel, *spatial]
+    "conv_transpose": [((2, 8, 8, 2, 2, 1, 1, 1, 3, 3, 6, 6), {}, BF, BF), ((2, 8, 4, 1, 3, 1, 2, 1, 4, 20), {}, F32, F32),
+                       ((1, 4, 4, 1, 2, 0, 0, 1, 2, 2, 2, 3, 3, 3), {}, "float16", "float16")],
     "sum": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
             ((4, 16, 20), {"axis": (1, 2), "keepdims": True}, BF, BF), ((16, 50), {}, F32, F32)],
     "mean": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
@@ -75,7 +82,7 @@ for _op, _p in (("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.5}), ("leaky_relu"
 
 _SOFTMAX_DISTS = ("normal", "offset", "large", "rowscale")
 DISTS: dict[str, tuple[str, ...]] = {
-    "matmul": ("normal", "offset", "large"), "linear": ("normal", "offset"),
+    "matmul": ("normal", "offset", "large"), "linear": ("normal", "offset"), "conv": ("normal", "heavy"), "conv_transpose": ("normal", "heavy"),
     "sum": ("normal", "offset"), "mean": ("normal", "offset"), "cumsum": ("normal", "offset"),
     "cumprod": ("smallvar", "normal"),
     **{op: ("normal", "offset", "ties", "nonfinite") for op in EXTREMA},
@@ -111,6 +118,58 @@ def _f64(x):
     return None if x is None else np.asarray(x, dtype=np.float64)
 
 
+def _conv64(x, w, b, p):
+    """conv by kernel offsets (not im2col): each offset's shifted input slice times that weight tap,
+    summed in float64; with the same sum of |x||w| (+|b|) and K."""
+    nd = x.ndim - 2
+    per = lambda v: (v,) * nd if isinstance(v, int) else tuple(v)  # noqa: E731
+    s, d, pad, groups = per(p["stride"]), per(p["dilation"]), per(p["padding"]), p["groups"]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in pad])
+    O, cg = w.shape[:2]
+    ks = w.shape[2:]
+    outs = [(n + 2 * q - dd * (k - 1) - 1) // ss + 1 for n, q, dd, k, ss in zip(x.shape[2:], pad, d, ks, s)]
+    r = np.zeros((x.shape[0], O, *outs))
+    absd = np.zeros_like(r)
+    og = O // groups
+    for j in itertools.product(*(range(k) for k in ks)):
+        sl = tuple(slice(j[i] * d[i], j[i] * d[i] + s[i] * (outs[i] - 1) + 1, s[i]) for i in range(nd))
+        for g in range(groups):
+            xs = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + sl]
+            wj = w[(slice(g * og, (g + 1) * og), slice(None)) + j]
+            r[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", xs, wj)
+            absd[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", np.abs(xs), np.abs(wj))
+    if b is not None:
+        r += b.reshape((1, -1) + (1,) * nd)
+        absd += np.abs(b).reshape((1, -1) + (1,) * nd)
+    return r, absd, cg * math.prod(ks)
+
+
+def _conv_transpose64(x, w, b, p):
+    """conv_transpose by scattering each kernel tap's channel sums (float64), with |x||w| likewise;
+    K: every product of a channel group (an upper bound on the nonzero ones)."""
+    nd = x.ndim - 2
+    per = lambda v: (v,) * nd if isinstance(v, int) else tuple(v)  # noqa: E731
+    s, d, pad, opad, groups = per(p["stride"]), per(p["dilation"]), per(p["padding"]), per(p["output_padding"]), p["groups"]
+    ci, co = x.shape[1] // groups, w.shape[1]
+    ks = w.shape[2:]
+    wide = [(n - 1) * ss + dd * (k - 1) + 1 + o for n, ss, dd, k, o in zip(x.shape[2:], s, d, ks, opad)]
+    r = np.zeros((x.shape[0], co * groups, *wide))
+    absd = np.zeros_like(r)
+    for j in itertools.product(*(range(k) for k in ks)):
+        sl = tuple(slice(j[i] * d[i], j[i] * d[i] + (x.shape[2 + i] - 1) * s[i] + 1, s[i]) for i in range(nd))
+        for g in range(groups):
+            xs = x[:, g * ci:(g + 1) * ci]
+            wj = w[(slice(g * ci, (g + 1) * ci), slice(None)) + j]
+            r[(slice(None), slice(g * co, (g + 1) * co)) + sl] += np.einsum("nc...,co->no...", xs, wj)
+            absd[(slice(None), slice(g * co, (g + 1) * co)) + sl] += np.einsum("nc...,co->no...", np.abs(xs), np.abs(wj))
+    crop = (slice(None), slice(None)) + tuple(slice(q, n - q) for q, n in zip(pad, wide))
+    r, absd = r[crop], absd[crop]
+    if b is not None:
+        r += b.reshape((1, -1) + (1,) * nd)
+        absd += np.abs(b).reshape((1, -1) + (1,) * nd)
+    return r, absd, ci * math.prod(ks)
+
+
 def _softmax64(x, axis):
     m = x.max(axis=axis, keepdims=True)
     e = np.exp(x - m)
@@ -140,6 +199,12 @@ def _reference(op, arr, p, out, name=""):
         K = A.shape[-1]
         u = 2.0 ** -12 if "fp8" in name else U  # the H100 fp8 path keeps 13 bits per 128-chunk
         return r, 2 * (K + 2) * u * absd + rho * ulp(r, out)
+    if op == "conv":
+        r, absd, K = _conv64(a[0], a[1], a[2] if len(a) > 2 else None, p)
+        return r, 2 * (K + 2) * U * absd + rho * ulp(r, out)
+    if op == "conv_transpose":
+        r, absd, K = _conv_transpose64(a[0], a[1], a[2] if len(a) > 2 else None, p)
+        return r, 2 * (K + 2) * U * absd + rho * ulp(r, out)
     if op in ("sum", "mean"):
         x = a[0]
         r = (np.sum if op == "sum" else np.mean)(x, axis=p["axis"], keepdims=p["keepdims"])
@@ -282,7 +347,7 @@ def _cases(op):
     for shape, params, fin, fout in CASES[op]:
         for dist in DISTS[op]:
             case = make_case(op, shape, dist, 3, [fin], params)
-            _, arr, full = validate(op, case.inputs, params)
+            _, arr, full = validate(op, case.inputs, case.params)
             yield f"{case.id}/{fin}->{fout}{params or ''}", arr, full, _fmt(fout)
 
 
@@ -497,7 +562,7 @@ def test_attention_mask_bugs_by_hand():
 def test_deterministic_given_seed(op):
     shape, params, fin, fout = CASES[op][0]
     case = make_case(op, shape, "normal", 5, [fin], params)
-    _, arr, full = validate(op, case.inputs, params)
+    _, arr, full = validate(op, case.inputs, case.params)
     out = _fmt(fout)
     for v in VARIANTS[op]:
         if v.applies is not None and not v.applies(out, input_formats(arr), full):

@@ -23,7 +23,8 @@ from numstd.verdict import Verdict
 
 SMALL = {"matmul": (3, 8, 4), "linear": (3, 8, 4), "attention": (1, 3, 5, 4), "cross_entropy": (4, 6),
          "softmax": (3, 7), "log_softmax": (3, 7), "layer_norm": (3, 7), "rms_norm": (3, 7),
-         "sum": (3, 7), "mean": (3, 7), "cumsum": (3, 7)}
+         "sum": (3, 7), "mean": (3, 7), "cumsum": (3, 7), "conv": (2, 2, 4, 2, 2, 1, 1, 3, 9),
+         "conv_transpose": (2, 2, 4, 2, 2, 1, 1, 1, 3, 5)}
 OP_NAMES = sorted(n for n, s in OPS.items() if s.kind != "module")
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 

@@ -31,6 +31,7 @@ NEAR_MISSES = [
     ("selu", "positive_only"), ("gelu", "tanh"), ("layernorm", "onepass"), ("layernorm", "noeps"),
     ("matmul", "bf16acc"), ("cumsum", "exclusive"), ("mse", "wrongaxis"), ("cross_entropy", "nomax"),
     ("leaky_relu", "noslope"), ("elu", "expminus1"), ("hardtanh", "tanh"), ("cumprod", "exclusive"),
+    ("conv2d", "flipped"), ("conv2d", "shifted"), ("conv_transpose2d", "noflip"),
 ]
 ALL_PROBLEMS = sorted(p.name for p in PROBLEMS.iterdir() if (p / "problem.py").is_file())
 

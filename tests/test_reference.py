@@ -1069,6 +1069,8 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
     x = g.standard_normal((3, 8)).astype(np.float32)
     calls = {
         "matmul": ([x, x.T], {}), "linear": ([x, x, x[0, :3]], {}), "sum": ([x], {"axis": 1}),
+        "conv": ([x[None], x[:2, :6].reshape(2, 3, 2), x[0, :2]], {"padding": 1, "stride": 2}),
+        "conv_transpose": ([x[None], x[:3, :4].reshape(3, 2, 2), x[0, :2]], {"padding": 1, "stride": 2}),
         "mean": ([x], {"axis": 0}), "cumsum": ([x], {}), "cumprod": ([x], {}), "softmax": ([x], {}), "log_softmax": ([x], {}),
         "layer_norm": ([x], {}), "rms_norm": ([x], {}), "attention": ([x, x, x], {}),
         "cross_entropy": ([x, np.array([0, 7, 3])], {}),

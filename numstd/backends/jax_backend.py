@@ -8,6 +8,9 @@ through the Neuron PJRT plugin, ``pip install jax-neuronx``):
 =============  ===============================================================================
 matmul         ``jnp.matmul(A, B)``
 linear         ``x @ W.T + b``
+conv           ``lax.conv_general_dilated(x, W, stride, padding, rhs_dilation=dilation,
+               feature_group_count=groups)`` (NC..., OI... layouts) ``+ b``
+conv_transpose the same with ``lhs_dilation=stride`` and the flipped, channel-swapped weight
 sum, mean      ``jnp.sum`` / ``jnp.mean`` (XLA upcasts 16-bit inputs to float32 internally)
 cumsum         ``jnp.cumsum(x, axis)``
 amax, amin     ``jnp.max`` / ``jnp.min`` (``axis``, ``keepdims``)
@@ -82,6 +85,35 @@ def _norm(jnp: Any, lax: Any, x: Any, w: Any, b: Any, eps: float, centred: bool)
     return y.astype(x.dtype)
 
 
+def _conv(lax: Any, x: Any, w: Any, b: Any, p: dict) -> Any:
+    from ..ops.conv import geometry
+
+    g = geometry(x.shape, w.shape, p)
+    y = lax.conv_general_dilated(x, w, window_strides=g.stride, padding=list(zip(g.pad_lo, g.pad_hi)),
+                                 rhs_dilation=g.dilation, feature_group_count=g.groups)
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * g.nd)
+    return y
+
+
+def _conv_transpose(jnp: Any, lax: Any, x: Any, w: Any, b: Any, p: dict) -> Any:
+    from ..ops.conv import transposed
+
+    g, _ = transposed(x.shape, w.shape, p)
+    nd, G = g.nd, g.groups
+    ci, co = w.shape[0] // G, w.shape[1]
+    wt = jnp.swapaxes(w.reshape((G, ci, co) + w.shape[2:]), 1, 2).reshape((G * co, ci) + w.shape[2:])
+    wt = jnp.flip(wt, axis=tuple(range(2, 2 + nd)))
+    stride = (p["stride"],) * nd if isinstance(p["stride"], int) else tuple(p["stride"])
+    if len(stride) == 1:
+        stride = stride * nd
+    y = lax.conv_general_dilated(x, wt, window_strides=(1,) * nd, padding=list(zip(g.pad_lo, g.pad_hi)),
+                                 lhs_dilation=stride, rhs_dilation=g.dilation, feature_group_count=G)
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * nd)
+    return y
+
+
 def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     loss = -jnp.take_along_axis(jax.nn.log_softmax(x, axis=-1), t[:, None].astype(jnp.int32), axis=-1)[:, 0]
     return reduce_loss(jnp, loss, reduction)
@@ -93,7 +125,7 @@ def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
-_SPECIAL: frozenset[str] = frozenset({"linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
+_SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
                                       "cross_entropy", "mse_loss"})
 
 
@@ -107,6 +139,8 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
 
     return {
         "linear": lambda a, p: jnp.matmul(a[0], a[1].T) + (a[2] if a[2] is not None else 0),
+        "conv": lambda a, p: _conv(lax, a[0], a[1], a[2], p),
+        "conv_transpose": lambda a, p: _conv_transpose(jnp, lax, a[0], a[1], a[2], p),
         "sum": red(jnp.sum),
         "mean": red(jnp.mean),
         "layer_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], a[2], p["eps"], True),

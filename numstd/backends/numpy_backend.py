@@ -10,6 +10,8 @@ format with :func:`numstd.formats.round_to` (round to nearest even, non-saturati
 =============  ===================================================================================
 matmul         ``np.matmul(A, B)``
 linear         ``x @ W.T + b``
+conv           im2col per group (:func:`numstd.ops.conv.im2col`), ``np.matmul(cols, W_g.T) + b``
+conv_transpose the same on the zero-dilated input and flipped weight (:func:`numstd.ops.conv.transposed`)
 sum, mean      ``np.sum`` / ``np.mean`` (pairwise summation)
 cumsum         ``np.cumsum`` (sequential)
 amax, amin     ``np.max`` / ``np.min`` (exact; NaN propagates)
@@ -95,6 +97,22 @@ def _mse_loss(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
     return reduce_loss(np, d * d, reduction)
 
 
+def _conv(x: np.ndarray, w: np.ndarray, b: Any, p: dict, transpose: bool = False) -> np.ndarray:
+    from ..ops.conv import geometry, group_weight, im2col, pad_input, transposed_problem
+
+    if transpose:
+        x, w, g, _ = transposed_problem(x, w, p)
+    else:
+        g = geometry(x.shape, w.shape, p)
+    xp = pad_input(x, g)
+    rows = np.arange(x.shape[0] * g.positions)
+    y = np.concatenate([np.matmul(im2col(xp, g, grp, rows), group_weight(w, g, grp)) for grp in range(g.groups)],
+                       axis=1)
+    if b is not None:
+        y = y + b
+    return np.moveaxis(y.reshape((x.shape[0],) + g.out_size + (g.c_out,)), -1, 1)
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf
 
@@ -104,6 +122,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 _OPS: dict[str, Callable[..., np.ndarray]] = {
     "matmul": lambda a, p: np.matmul(a[0], a[1]),
     "linear": lambda a, p: np.matmul(a[0], a[1].T) + (a[2] if a[2] is not None else 0),
+    "conv": lambda a, p: _conv(a[0], a[1], a[2], p),
+    "conv_transpose": lambda a, p: _conv(a[0], a[1], a[2], p, transpose=True),
     "sum": lambda a, p: np.sum(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "mean": lambda a, p: np.mean(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "cumsum": lambda a, p: np.cumsum(a[0], axis=p["axis"]),

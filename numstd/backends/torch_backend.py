@@ -6,6 +6,8 @@ float8 tensors are made from the same bits, never through float32):
 =============  ===============================================================================
 matmul         ``torch.matmul(A, B)``
 linear         ``F.linear(x, W, b)``
+conv           ``F.conv1d/2d/3d(x, W, b, stride, padding, dilation, groups)`` by the rank of ``x``
+conv_transpose ``F.conv_transpose1d/2d/3d(x, W, b, stride, padding, output_padding, groups, dilation)``
 sum, mean      ``torch.sum`` / ``torch.mean`` over ``dim=axis`` (all dims for ``axis=None``)
 cumsum         ``torch.cumsum(x, dim=axis)``
 amax, amin     ``torch.amax`` / ``torch.amin`` (``dim=axis, keepdim=keepdims``)
@@ -82,7 +84,7 @@ def _attention(torch: Any, F: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
-_SPECIAL: frozenset[str] = frozenset({"sum", "mean", "layer_norm", "rms_norm", "attention", "cross_entropy"})
+_SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "sum", "mean", "layer_norm", "rms_norm", "attention", "cross_entropy"})
 
 
 def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -91,7 +93,19 @@ def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
     def red(fn: Callable) -> Callable:
         return lambda a, p: fn(a[0], dim=_dims(p, a[0].dim()), keepdim=p["keepdims"])
 
+    def conv(a: list, p: dict) -> Any:
+        fn = (F.conv1d, F.conv2d, F.conv3d)[a[0].dim() - 3]
+        return fn(a[0], a[1], a[2], stride=p["stride"], padding=p["padding"], dilation=p["dilation"],
+                  groups=p["groups"])
+
+    def conv_transpose(a: list, p: dict) -> Any:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[a[0].dim() - 3]
+        return fn(a[0], a[1], a[2], stride=p["stride"], padding=p["padding"], output_padding=p["output_padding"],
+                  groups=p["groups"], dilation=p["dilation"])
+
     return {
+        "conv": conv,
+        "conv_transpose": conv_transpose,
         "sum": red(torch.sum),
         "mean": red(torch.mean),
         "layer_norm": lambda a, p: F.layer_norm(a[0], a[0].shape[-1:], a[1], a[2], p["eps"]),

@@ -25,7 +25,11 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 
 Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
-mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution).
+mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution),
+conv ``[N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]`` (1 to 3 spatial
+dims; the last four parameters become the case's ``params``, the weight is drawn normal / sqrt(K)),
+conv_transpose ``[N, C_in, C_out, groups, stride, padding, output_padding, dilation, *kernel, *spatial]``
+(weight ``(C_in, C_out/groups, *kernel)``).
 Positive-domain functions (log, sqrt, rsqrt) take ``|x|`` (and ``|x| + smallest normal`` for rsqrt).
 """
 
@@ -174,6 +178,25 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         inputs = [q(draw(rng, (rows, fin), distribution, fmt(0)), 0),
                   q(draw(rng, (fout, fin), "normal", fmt(1)) / np.sqrt(fin), 1),
                   q(draw(rng, (fout,), "normal", fmt(2)), 2)]
+    elif op == "conv":
+        n, cin, cout, groups, stride, pad, dil, *rest = shape
+        nd = len(rest) // 2
+        kernel, spatial = rest[:nd], rest[nd:]
+        params = {**dict(params or {}), "groups": groups, "stride": stride, "padding": pad, "dilation": dil}
+        k = cin // max(groups, 1) * int(np.prod(kernel))
+        inputs = [q(draw(rng, (n, cin, *spatial), distribution, fmt(0)), 0),
+                  q(draw(rng, (cout, cin // max(groups, 1), *kernel), "normal", fmt(1)) / np.sqrt(k), 1),
+                  q(draw(rng, (cout,), "normal", fmt(2)), 2)]
+    elif op == "conv_transpose":
+        n, cin, cout, groups, stride, pad, opad, dil, *rest = shape
+        nd = len(rest) // 2
+        kernel, spatial = rest[:nd], rest[nd:]
+        params = {**dict(params or {}), "groups": groups, "stride": stride, "padding": pad,
+                  "output_padding": opad, "dilation": dil}
+        k = cin // max(groups, 1) * int(np.prod(kernel))
+        inputs = [q(draw(rng, (n, cin, *spatial), distribution, fmt(0)), 0),
+                  q(draw(rng, (cin, cout // max(groups, 1), *kernel), "normal", fmt(1)) / np.sqrt(k), 1),
+                  q(draw(rng, (cout,), "normal", fmt(2)), 2)]
     elif op == "attention":
         bsz, lq, s, e = shape
         inputs = [q(draw(rng, (bsz, lq, e), distribution, fmt(0)), 0),

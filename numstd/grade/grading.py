@@ -92,6 +92,10 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         return "matmul", [x, _arg(args, kwargs, 1, "other", kwargs.get("mat2"))], {}
     if name == "linear":
         return "linear", [x, _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")], {}
+    if name in ("conv1d", "conv2d", "conv3d"):  # F.conv*d and nn.Conv*d (padding_mode="zeros")
+        return _conv_call(name, x, args, kwargs)
+    if name in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):  # and nn.ConvTranspose*d
+        return _conv_transpose_call(name, x, args, kwargs)
     if name in ("sum", "mean"):
         dim = _arg(args, kwargs, 1, "dim")
         axis = None if dim is None else (tuple(dim) if isinstance(dim, (list, tuple)) else int(dim))
@@ -126,6 +130,35 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
 
 
 _MISSING = object()
+
+
+def _conv_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """``F.conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups)`` as the catalog's
+    conv; an unbatched input (one dim fewer, which the catalog's conv does not take) is no catalog op."""
+    if x is None or getattr(x, "dim", None) is None or x.dim() != int(name[4]) + 2:
+        return None
+
+    def norm(v: Any) -> Any:
+        return v if isinstance(v, (int, str)) else tuple(int(u) for u in v)
+
+    params = {"stride": norm(_arg(args, kwargs, 3, "stride", 1)), "padding": norm(_arg(args, kwargs, 4, "padding", 0)),
+              "dilation": norm(_arg(args, kwargs, 5, "dilation", 1)), "groups": int(_arg(args, kwargs, 6, "groups", 1))}
+    return "conv", [x, _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")], params
+
+
+def _conv_transpose_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """``F.conv_transpose{1,2,3}d(input, weight, bias, stride, padding, output_padding, groups, dilation)``
+    as the catalog's conv_transpose (batched inputs only)."""
+    if x is None or getattr(x, "dim", None) is None or x.dim() != int(name[-2]) + 2:
+        return None
+
+    def norm(v: Any) -> Any:
+        return int(v) if isinstance(v, int) else tuple(int(u) for u in v)
+
+    params = {"stride": norm(_arg(args, kwargs, 3, "stride", 1)), "padding": norm(_arg(args, kwargs, 4, "padding", 0)),
+              "output_padding": norm(_arg(args, kwargs, 5, "output_padding", 0)),
+              "groups": int(_arg(args, kwargs, 6, "groups", 1)), "dilation": norm(_arg(args, kwargs, 7, "dilation", 1))}
+    return "conv_transpose", [x, _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")], params
 
 
 def _extremum_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:

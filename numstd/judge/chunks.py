@@ -85,6 +85,8 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
         return out_ndim - 1
     if op == "linear":
         return out_ndim - 1
+    if op in ("conv", "conv_transpose"):  # the batch axis: each image needs only its own input (and the whole weight)
+        return 1
     if op == "matmul":
         a, b = inputs
         if a.ndim < 2:
@@ -99,13 +101,13 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
 
 def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, n_split: int) -> tuple | None:
     """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
-    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear"):
+    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
         if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
             return idx
         if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias
             return idx[-1:]
         return None
-    if op == "linear":
+    if op in ("linear", "conv", "conv_transpose"):
         return idx if pos == 0 else None
     if op in ("matmul", "attention"):
         # batch axes broadcast-align to the right of the output's batch axes
@@ -168,7 +170,7 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
             break
     step = max(1, chunk // max(1, math.prod(out_shape[j + 1:])))
     rows_axis = _rows_axis(op, inputs, len(out_shape))
-    if j == rows_axis:
+    if j == rows_axis and op not in ("conv", "conv_transpose"):  # (conv: a step of images is P rows each)
         from ..reference.contraction import ROW_BLOCK
 
         step = -(-step // ROW_BLOCK) * ROW_BLOCK
@@ -197,8 +199,11 @@ def _rows_axis(op: str, inputs: Sequence[np.ndarray], out_ndim: int) -> int:
     """The output axis that numbers the rows of a contraction's left operand (-1: none).
 
     matmul and attention: the second-to-last axis (the last when ``B`` is a vector); linear: its
-    rows are all leading axes flattened, numbered along the last of them.
+    rows are all leading axes flattened, numbered along the last of them; conv: its rows are
+    ``n × P + p`` (``P`` output positions per image), numbered along the batch axis.
     """
+    if op in ("conv", "conv_transpose"):
+        return 0
     if op in ("matmul", "attention", "linear") and out_ndim >= 1:
         if op == "matmul" and inputs[1] is not None and np.ndim(inputs[1]) == 1:
             return out_ndim - 1
@@ -210,6 +215,8 @@ def _row_offset(op: str, out_shape: tuple, rows_axis: int, prefix: tuple, j: int
     """Absolute number of the first left-operand row of a chunk (0 when it holds whole matrices)."""
     if rows_axis < 0:
         return 0
+    if op in ("conv", "conv_transpose"):
+        return start * math.prod(out_shape[2:]) if j == 0 else 0
     if op == "linear":
         lead = out_shape[:-1]
         idx = prefix + (start,) + (0,) * (len(lead) - j - 1)

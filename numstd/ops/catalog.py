@@ -16,7 +16,7 @@ Kinds (what the error analysis of the op looks like):
 ==============  =====================================================================
 kind            ops
 ==============  =====================================================================
-contraction     matmul, linear  (dot products of length K)
+contraction     matmul, linear, conv, conv_transpose  (dot products of length K)
 reduction       sum, mean, amax, amin (amax/amin exact: reference ``exact:extremum``)
 scan            cumsum
 softmax         softmax, log_softmax
@@ -59,7 +59,7 @@ __all__ = [
 
 #: the modules of :mod:`numstd.ops` that hold the entries, one per op family
 FAMILIES: tuple[str, ...] = (
-    "contraction", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
+    "contraction", "conv", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
     "module",
 )
 
