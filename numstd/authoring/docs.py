@@ -105,22 +105,23 @@ _COVERAGE_BACKENDS = ("numpy", "torch:cpu", "jax:cpu", "nki")  # (torch:cuda, ja
 
 
 def coverage_table(stds: list) -> list[str]:
-    """Markdown lines: for every catalog op, its output formats with a default standard and the
-    backends that run it (:meth:`numstd.backends.Backend.ops`; no library is imported)."""
+    """Markdown lines: for every catalog op, the inputs → output combinations its standards cover and
+    the backends that run it (:meth:`numstd.backends.Backend.ops`; no library is imported)."""
     from ..backends import get
     from ..ops import OPS
 
     runs = {name: get(name).ops() for name in _COVERAGE_BACKENDS}
-    lines = ["## Ops, default standards and backends", "",
-             "Every catalog op, the inputs → output of its default standards, and which backends run its library "
+    lines = ["## Ops, standards and backends", "",
+             "Every catalog op, the inputs → output combinations its standards cover (a selector in parentheses), "
+             "and which backends run its library "
              "kernel (`torch:cuda`, `jax:gpu`, `jax:neuron` and `torch-neuronx` run the `torch:cpu` / `jax:cpu` calls "
              "on their device; `python -m numstd backends` says which are available here).", "",
-             "| op | default standards | " + " | ".join(f"`{b}`" for b in _COVERAGE_BACKENDS) + " |",
+             "| op | standards (inputs → output) | " + " | ".join(f"`{b}`" for b in _COVERAGE_BACKENDS) + " |",
              "|---|---|" + "---|" * len(_COVERAGE_BACKENDS)]
     for op in sorted(OPS):
         defaults = sorted({f"{'×'.join(sorted(set(s.formats['inputs'])))} → {s.output.name}"
                            + (" (" + ", ".join(f"{k}={v}" for k, v in s.selector.items()) + ")" if s.selector else "")
-                           for s in stds if s.op == op and s.default})
+                           for s in stds if s.op == op})
         lines.append(f"| {op} | {'; '.join(defaults) or '–'} | "
                      + " | ".join("yes" if op in runs[b] else "" for b in _COVERAGE_BACKENDS) + " |")
     lines += ["", f"{len(OPS)} ops; backends: " + ", ".join(f"`{b}` {len(runs[b])}" for b in _COVERAGE_BACKENDS) + "."]
