@@ -270,3 +270,19 @@ def test_a_shared_rounded_reciprocal_is_a_legitimate_drift_of_the_mean():
 
     rel = (Fraction(float(np.float32(1 / 1000))) * 1000 - 1) / Fraction(2) ** -24
     assert 0 < float(rel) < 1 and c.value > 0  # (fl(1/1000) is above 1/1000: the drift is positive)
+
+
+def test_row_groups_come_from_the_whole_output_when_chunks_cut_rows_or_fix_leading_axes():
+    # a chunk's reference has local axes (a piece of a long row is 1-D; a chunk of a 3-D softmax that
+    # fixes axis 0 is 2-D): the groups must still be the whole output's rows, so the statistic and the
+    # verdict do not depend on the chunk size (regression: 70,000 groups of one element at chunk 4096)
+    torch = pytest.importorskip("torch")
+    x = (np.random.default_rng(8).standard_normal((1, 70_000)) * 3).astype(np.float32)
+    out = torch.softmax(torch.from_numpy(x), -1).numpy()
+    vs = [numstd.check(out, op="softmax", inputs=[x], axis=-1, chunk_size=c) for c in (4096, 1 << 22)]
+    assert vs[0].to_json() == vs[1].to_json()
+    assert "1 group(s)" in vs[0].criterion("row_bias").message
+    x3 = np.random.default_rng(10).standard_normal((2, 100, 1000)).astype(np.float32)
+    out3 = (torch.softmax(torch.from_numpy(x3).double(), -1) * (1 + 1e-6)).float().numpy()  # a scale error
+    v3 = [numstd.check(out3, op="softmax", inputs=[x3], axis=2, chunk_size=c) for c in (1000, 1 << 22)]
+    assert v3[0].to_json() == v3[1].to_json() and not v3[0].criterion("row_bias").passed
