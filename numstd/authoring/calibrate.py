@@ -394,13 +394,15 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         fitted = float("nan")
     std1 = _standard_from_table(table, version)
     # bias: widen tau if a legitimate variant needs it (beyond the shifts of rounded constants)
-    from ..judge.criteria import bias_excess
+    from ..judge.criteria import bias_excess, effective_sample_size
 
     tau = std1.criteria.bias_tau
     judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual in outputs]
     tau_need = 0.0
     for v, c, actual, (res, crit) in judged:
-        if v.legit and v.name not in excluded and res.ulp.signed_count:  # non-conforming backends widen nothing
+        if (v.legit and v.name not in excluded and res.ulp.signed_count  # non-conforming backends widen nothing
+                and effective_sample_size(std1.op, res.ulp.signed_count, res.n_distinct, res.rows)
+                >= std1.criteria.bias_min_n):  # (nor do samples the bias test does not test)
             sd = max(res.ulp.std_signed, std1.model.rho / math.sqrt(3))
             excess = abs(bias_excess(res.ulp.mean_signed, res.constant_shifts))  # outside the constants' shifts
             tau_need = max(tau_need, excess - std1.criteria.bias_z * sd / math.sqrt(res.ulp.signed_count))

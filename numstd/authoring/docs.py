@@ -45,6 +45,7 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
                                                       f"all but a fraction {c.bound_max_fraction:g} of the elements"),
             f"    bias:  |mean signed ulp error| ≤ {c.bias_tau:g} + {c.bias_z:g}·max(sd, rho/√3)/√n_eff over elements "
             f"with E_i ≤ {c.bias_kappa:g}·ulp"
+            + (f" (tested when the sample holds at least {c.bias_min_n} independent elements)" if c.bias_min_n > 1 else "")
             + (", relative to the correctly rounded output's mean and shifted by the mean shift of any subset "
                "of the op's constants rounded to the compute format" if c.rounded_constants else ""),
         ]

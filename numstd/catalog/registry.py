@@ -70,7 +70,7 @@ _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
-    "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool, "row_bias": bool,
+    "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
     "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float,
 }
 #: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
@@ -100,6 +100,7 @@ class Criteria:
     bias_mode: str = "paired"
     convex_hull: bool = False  # attention: every output in the convex hull of v's rows (criteria.hull_violations)
     rounded_constants: bool = False  # bias allows the op's constants rounded to the compute format (criteria.constant_shifts)
+    bias_min_n: int = 1  # the element-level bias test needs this many independent elements (a scalar loss has 1)
     intermediate_overflow: bool = False  # non-finite outputs allowed where the accumulate format's intermediates overflow (criteria.spill_mask)
     row_bias: bool = False  # the row-level bias criterion (criteria.row_groups, docs/methodology.md "Row bias")
     row_bias_tau: float = 0.0  # legitimate drift of the mean normalised signed row error (calibrated)
@@ -256,6 +257,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         convex_hull=bool(crit_t.get("convex_hull", False)),
         rounded_constants=bool(crit_t.get("rounded_constants", False)),
         intermediate_overflow=bool(crit_t.get("intermediate_overflow", False)),
+        bias_min_n=int(crit_t.get("bias_min_n", 1)),
         row_bias=bool(crit_t.get("row_bias", False)),
         row_bias_tau=float(crit_t.get("row_bias_tau", 0.0)),
         row_bias_z=float(crit_t.get("row_bias_z", 6.0)),

@@ -882,7 +882,14 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
         f"{res.violations:,} of {res.n_compared:,} elements exceed the error bound (allowed {allowed:,}); "
         f"max |error|/bound = {res.normalized_max:.3g}"))
     u = res.ulp
-    if u.signed_count:
+    n_few = effective_sample_size(std.op, u.signed_count, res.n_distinct, res.rows) if u.signed_count else 0
+    if u.signed_count and n_few < c.bias_min_n:
+        out.append(CriterionResult(
+            "bias", True, 0.0, math.inf,
+            f"not tested at the element level: {n_few:,} independent element(s) in the bias sample, fewer than "
+            f"bias_min_n = {c.bias_min_n} (a mean of so few rounding errors says nothing about the rounding; "
+            "the bound judges them)"))
+    elif u.signed_count:
         sd = max(u.std_signed, std.model.rho / math.sqrt(3.0))
         n_eff = effective_sample_size(std.op, u.signed_count, res.n_distinct, res.rows)
         limit = c.bias_tau + c.bias_z * sd / math.sqrt(n_eff)

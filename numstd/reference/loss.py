@@ -18,7 +18,9 @@ time (or one block of a longer row), so the reference of a batch of long rows (a
 aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they broadcast to them),
 ``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
 rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
-that a model term in ``N`` does not depend on the chunk size.
+that a model term in ``N`` does not depend on the chunk size; ``M``, the number of row losses
+each output averages or sums (``N`` for mean and sum, 1 for ``"none"``, where an output is one
+row's loss: a ``sqrt(N)`` averaging term there grew with the batch and switched the bias test off).
 
 mse_loss: ``q_i = fl(fl(a_i - b_i)^2)`` in float64 (``u = 2**-53``): rounding the difference errs
 by ``u |d_i|`` relative, squaring by ``u`` again, so ``|q_i - d_i^2| <= MSE_TERM_C u q_i`` with
@@ -55,14 +57,16 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     reduction = params["reduction"]
     if n == 0:
         z = np.zeros(0) if reduction == "none" else np.asarray(0.0)
-        return z, z, {"lse": z, "dev": z, "K": np.asarray(float(c)), "N": np.asarray(0.0)}
+        return z, z, {"lse": z, "dev": z, "K": np.asarray(float(c)), "N": np.asarray(0.0), "M": np.asarray(0.0)}
     st = row_stats(x)
     # d_t = fl(x_t - max): the element of softmax's d = fl(x - max) at the target
     d_t = np.asarray(np.take_along_axis(x, target[:, None], axis=-1), dtype=np.float64)[:, 0] - st.m[:, 0]
     lse = st.lse[:, 0]
     losses = lse - d_t
     per_row = U * np.abs(losses) + U * np.abs(d_t) + lse_error(st)[:, 0]
-    aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(float(params.get(BATCH_KEY, n)))}
+    batch = float(params.get(BATCH_KEY, n))
+    aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(batch),
+           "M": np.asarray(1.0 if reduction == "none" else batch)}
     if reduction == "none":
         return losses, per_row, aux
     if not np.all(np.isfinite(losses)):  # IEEE propagation of inf/NaN logits
