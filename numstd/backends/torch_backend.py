@@ -12,6 +12,11 @@ amax, amin     ``torch.amax`` / ``torch.amin`` (``dim=axis, keepdim=keepdims``)
 softmax        ``F.softmax(x, dim=axis)``, ``F.log_softmax``
 layer_norm     ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)``
 rms_norm       ``F.rms_norm(x, x.shape[-1:], weight, eps)``
+group_norm     ``F.group_norm(x, num_groups, weight, bias, eps)``
+instance_norm  ``F.instance_norm(x, None, None, weight, bias, True, 0.1, eps)``
+batch_norm     ``F.batch_norm(x, running_mean, running_var, weight, bias, training, 0.1, eps)``
+               (training: running statistics not passed, so nothing is updated)
+pooling        ``F.max_pool{d}d`` / ``F.avg_pool{d}d`` with the op's parameters (the entries' calls)
 elementwise    ``torch.exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``rsqrt``, ``sqrt``,
                ``F.gelu(x, approximate=...)``, ``F.silu``, ``F.relu``
 attention      ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``
@@ -82,7 +87,8 @@ def _attention(torch: Any, F: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
-_SPECIAL: frozenset[str] = frozenset({"sum", "mean", "layer_norm", "rms_norm", "attention", "cross_entropy"})
+_SPECIAL: frozenset[str] = frozenset({"sum", "mean", "layer_norm", "rms_norm", "attention", "cross_entropy",
+                                      "group_norm", "instance_norm", "batch_norm"})
 
 
 def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -96,6 +102,10 @@ def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
         "mean": red(torch.mean),
         "layer_norm": lambda a, p: F.layer_norm(a[0], a[0].shape[-1:], a[1], a[2], p["eps"]),
         "rms_norm": lambda a, p: F.rms_norm(a[0], a[0].shape[-1:], a[1], p["eps"]),
+        "group_norm": lambda a, p: F.group_norm(a[0], p["num_groups"], a[1], a[2], p["eps"]),
+        "instance_norm": lambda a, p: F.instance_norm(a[0], None, None, a[1], a[2], True, 0.1, p["eps"]),
+        "batch_norm": lambda a, p: F.batch_norm(a[0], None if p["training"] else a[1], None if p["training"] else a[2],
+                                                a[3], a[4], p["training"], 0.1, p["eps"]),
         "attention": lambda a, p: _attention(torch, F, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: F.cross_entropy(a[0], a[1].long(), reduction=p["reduction"]),
     }

@@ -26,10 +26,13 @@ from __future__ import annotations
 import numbers
 from typing import Any, Mapping
 
-from ..core.errors import ParameterError, ShapeError
-from .entry import REQUIRED, OpInfo, entry
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
-__all__ = ["ENTRIES", "output_size", "spatial_params"]
+from ..core.errors import ParameterError, ShapeError
+from .entry import REQUIRED, Call, OpInfo, entry
+
+__all__ = ["ENTRIES", "output_size", "spatial_params", "windows", "divisor"]
 
 
 def _ints(op: str, name: str, value: Any, d: int) -> tuple[int, ...]:
@@ -54,6 +57,39 @@ def spatial_params(op: str, params: Mapping[str, Any]) -> tuple[tuple[int, ...],
     """(kernel, stride, padding, dilation) tuples of a validated call."""
     d = int(op[-2])
     return (params["kernel_size"], params["stride"], params["padding"], params.get("dilation", (1,) * d))
+
+
+def windows(x: np.ndarray, op: str, params: dict, fill: float) -> np.ndarray:
+    """The windows of ``x``: shape ``x.shape[:-d] + out + kernel_size`` (a view of a padded copy)."""
+    d = int(op[-2])
+    k, s, p, dil = spatial_params(op, params)
+    lead = x.ndim - d
+    spatial = x.shape[lead:]
+    out = [output_size(spatial[i], k[i], s[i], p[i], dil[i], params["ceil_mode"]) for i in range(d)]
+    pads = [(0, 0)] * lead
+    for i in range(d):
+        need = (out[i] - 1) * s[i] + dil[i] * (k[i] - 1) + 1
+        pads.append((p[i], max(0, need - p[i] - spatial[i])))
+    w = np.pad(x, pads, constant_values=fill)
+    for i in range(d):
+        ax = lead + i
+        w = sliding_window_view(w, dil[i] * (k[i] - 1) + 1, axis=ax)[..., ::dil[i]]
+        w = w[(slice(None),) * ax + (slice(0, (out[i] - 1) * s[i] + 1, s[i]),)]
+    return w
+
+
+def divisor(op: str, spatial: tuple, params: dict) -> np.ndarray:
+    """The divisor of each output window of avg pooling (broadcastable over the spatial output axes)."""
+    d = int(op[-2])
+    k, s, p, dil = spatial_params(op, params)
+    div = np.ones(())
+    for i in range(d):
+        n = output_size(spatial[i], k[i], s[i], p[i], dil[i], params["ceil_mode"])
+        start = np.arange(n) * s[i] - p[i]
+        end = np.minimum(start + k[i], spatial[i] + p[i])
+        size = end - start if params["count_include_pad"] else np.minimum(end, spatial[i]) - np.maximum(start, 0)
+        div = np.multiply.outer(div, size.astype(np.float64))
+    return div
 
 
 def _check(op: str, full: dict) -> None:
@@ -96,13 +132,18 @@ def _shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
     return x.shape[:-d] + out
 
 
+_MAX_PARAMS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+_AVG_PARAMS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+
+
 def _max(d: int) -> OpInfo:
     return entry(f"max_pool{d}d", "reduction", ("x",), 0,
                  {"kernel_size": REQUIRED, "stride": None, "padding": 0, "dilation": 1, "ceil_mode": False}, (
         f"torch.nn.functional.max_pool{d}d: the maximum of each window (kernel_size, stride, padding with "
         "-inf, dilation, ceil_mode) over the last {d} axes. Exact: the result is one of the inputs; NaN in a "
         "window gives NaN; the sign of a zero result is not judged."
-    ).replace("{d}", str(d)), shape=_shape, reference="pooling:max_pool", corpus="pooling", check_params=_check)
+    ).replace("{d}", str(d)), shape=_shape, reference="pooling:max_pool", corpus="pooling", check_params=_check,
+                 calls={"torch": Call(f"torch.nn.functional.max_pool{d}d", {k: k for k in _MAX_PARAMS})})
 
 
 def _avg(d: int) -> OpInfo:
@@ -113,7 +154,8 @@ def _avg(d: int) -> OpInfo:
         "ceil_mode): the window sum divided by the window clipped to the padded input when count_include_pad "
         "(the default), else by its number of in-bounds elements."
     ), shape=_shape, reference="pooling:avg_pool", corpus="pooling", check_params=_check,
-                 terms=("absmean", "K"))
+                 terms=("absmean", "K"),
+                 calls={"torch": Call(f"torch.nn.functional.avg_pool{d}d", {k: k for k in _AVG_PARAMS})})
 
 
 ENTRIES: tuple[OpInfo, ...] = tuple(_max(d) for d in (1, 2, 3)) + tuple(_avg(d) for d in (1, 2, 3))

@@ -1,6 +1,6 @@
 """References of the pooling ops: ``max_pool{1,2,3}d`` (exact, bound 0) and ``avg_pool{1,2,3}d``.
 
-Windows (:mod:`numstd.ops.pooling` for the output size): the input is padded in float64 with
+Windows (:func:`numstd.ops.pooling.windows`, shared with the backends and the corpus): the input is padded in float64 with
 ``-inf`` (max) or ``0`` (avg) by ``padding`` on the left and as much as the last window needs on
 the right, and a strided, dilated window view is taken over the last ``d`` axes.
 
@@ -20,45 +20,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.summation import U
-from ..ops.pooling import output_size, spatial_params
+from ..ops.pooling import divisor, windows
 
-__all__ = ["max_pool", "avg_pool", "windows", "divisor"]
-
-
-def windows(x: np.ndarray, op: str, params: dict, fill: float) -> np.ndarray:
-    """The windows of ``x``: shape ``x.shape[:-d] + out + kernel_size`` (a view of a padded copy)."""
-    d = int(op[-2])
-    k, s, p, dil = spatial_params(op, params)
-    lead = x.ndim - d
-    spatial = x.shape[lead:]
-    out = [output_size(spatial[i], k[i], s[i], p[i], dil[i], params["ceil_mode"]) for i in range(d)]
-    pads = [(0, 0)] * lead
-    for i in range(d):
-        need = (out[i] - 1) * s[i] + dil[i] * (k[i] - 1) + 1
-        pads.append((p[i], max(0, need - p[i] - spatial[i])))
-    w = np.pad(x, pads, constant_values=fill)
-    for i in range(d):
-        ax = lead + i
-        w = sliding_window_view(w, dil[i] * (k[i] - 1) + 1, axis=ax)[..., ::dil[i]]
-        w = w[(slice(None),) * ax + (slice(0, (out[i] - 1) * s[i] + 1, s[i]),)]
-    return w
-
-
-def divisor(op: str, spatial: tuple, params: dict) -> np.ndarray:
-    """The divisor of each output window of avg pooling (broadcastable over the spatial output axes)."""
-    d = int(op[-2])
-    k, s, p, dil = spatial_params(op, params)
-    div = np.ones(())
-    for i in range(d):
-        n = output_size(spatial[i], k[i], s[i], p[i], dil[i], params["ceil_mode"])
-        start = np.arange(n) * s[i] - p[i]
-        end = np.minimum(start + k[i], spatial[i] + p[i])
-        size = end - start if params["count_include_pad"] else np.minimum(end, spatial[i]) - np.maximum(start, 0)
-        div = np.multiply.outer(div, size.astype(np.float64))
-    return div
+__all__ = ["max_pool", "avg_pool"]
 
 
 def max_pool(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
