@@ -96,7 +96,8 @@ def _check(op: str, full: dict) -> None:
     """Normalise the window parameters to tuples of ``d`` ints and apply torch's rules."""
     d = int(op[-2])
     k = _ints(op, "kernel_size", full["kernel_size"], d)
-    s = k if full["stride"] is None or full["stride"] == () else _ints(op, "stride", full["stride"], d)
+    empty = full["stride"] is None or (isinstance(full["stride"], (tuple, list)) and not full["stride"])
+    s = k if empty else _ints(op, "stride", full["stride"], d)
     p = _ints(op, "padding", full["padding"], d)
     dil = _ints(op, "dilation", full.get("dilation", 1), d)
     for name, vals, least in (("kernel_size", k, 1), ("stride", s, 1), ("dilation", dil, 1), ("padding", p, 0)):
