@@ -3,7 +3,8 @@
 For bf16 and fp16 inputs of shape 8x16x32x32 (mean 5, spread 3; torch.manual_seed(0)) it prints,
 per op, the fraction of outputs that differ from the fp32 computation rounded once to the 16-bit
 type, and for batch_norm / instance_norm (training statistics) the fraction that differs from the
-fp32 computation with the mean and 1/sigma rounded to the 16-bit type first.
+fp32 computation with the mean and 1/sigma rounded to the 16-bit type first, and with the mean,
+the variance and 1/sqrt(var + eps) (from the rounded variance) rounded to it.
 
 Run: ``python benchmarks/torch_norm16.py``.
 """
@@ -41,6 +42,10 @@ def main() -> None:
                 sh = (1, 16, 1, 1)
                 ys = ((xf - m) * inv * w.float().view(sh) + b.float().view(sh)).to(dt)
                 line += f"; from mean and 1/sigma stored in 16 bits: {(y16 != ys).float().mean().item():.3f}"
+                var16 = xf.var(dims, keepdim=True, unbiased=False).to(dt).float()
+                inv3 = torch.rsqrt(var16 + 1e-5).to(dt).float()
+                y3 = ((xf - m) * inv3 * w.float().view(sh) + b.float().view(sh)).to(dt)
+                line += f"; mean, var and 1/sigma stored: {(y16 != y3).float().mean().item():.3f}"
             print(line)
 
 

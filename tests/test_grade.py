@@ -31,6 +31,7 @@ NEAR_MISSES = [
     ("selu", "positive_only"), ("gelu", "tanh"), ("layernorm", "onepass"), ("layernorm", "noeps"),
     ("matmul", "bf16acc"), ("cumsum", "exclusive"), ("mse", "wrongaxis"), ("cross_entropy", "nomax"),
     ("leaky_relu", "noslope"), ("elu", "expminus1"), ("hardtanh", "tanh"), ("cumprod", "exclusive"),
+    ("groupnorm", "epsout"), ("groupnorm", "perchannel"), ("maxpool2d", "zeropad"),
 ]
 ALL_PROBLEMS = sorted(p.name for p in PROBLEMS.iterdir() if (p / "problem.py").is_file())
 

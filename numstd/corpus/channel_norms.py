@@ -118,14 +118,15 @@ def _welford(a: Channels) -> Callable:
 
 
 def _stored16(a: Channels, out: Format) -> np.ndarray:
-    """PyTorch CPU's 16-bit batch_norm / instance_norm: fp32 statistics, the mean and ``1/sigma``
-    stored in the output format (``save_mean``/``save_invstd`` have the weight's dtype), then
-    ``(x - mean) * invstd * w + b`` in fp32."""
+    """PyTorch CPU's 16-bit batch_norm / instance_norm: fp32 statistics, the mean and
+    ``1/sqrt(var + eps)`` stored in the output format (the weight's dtype), for bfloat16 the variance
+    too, then ``(x - mean) * invstd * w + b`` in fp32 (reproduces every bf16 and fp16 output of torch
+    in benchmarks/torch_norm16.py)."""
     two = _two_pass(a)
 
     def stats(r: np.ndarray) -> tuple:
         mean, var = two(r)
-        return a.w.load(rnd(mean, out)), var
+        return a.w.load(rnd(mean, out)), (a.w.load(rnd(var, out)) if out.name == "bfloat16" else var)
 
     return a.affine(a.normalise(stats, rstd=lambda v: a.w.load(rnd(a.rsqrt(v), out))))
 
@@ -238,8 +239,9 @@ _register("welford", "formula", True,
           "Welford's running mean and M2 per group in fp32 (PyTorch CPU collects batch statistics so)",
           lambda a, out: a.affine(a.normalise(_welford(a))))
 _register("stored16-stats", "rounding", True,
-          "fp32 statistics with the mean and 1/sigma stored in the 16-bit output format (PyTorch CPU's "
-          "batch_norm and instance_norm on bf16/fp16 tensors): evidence for the stored16 standards only",
+          "fp32 statistics with the mean and 1/sqrt(var + eps) (bf16: the variance too) stored in the "
+          "16-bit output format (PyTorch CPU's batch_norm and instance_norm on bf16/fp16 tensors): "
+          "evidence for the stored16 standards only",
           _stored16, ops=("instance_norm", "batch_norm"),
           applies=lambda out, fmts, params: narrow_out(out, fmts, params) and _training(out, fmts, params))
 _register("one-pass-variance", "variance", False,

@@ -119,7 +119,7 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
     if name in ("group_norm", "instance_norm", "batch_norm"):
         return _channel_norm_call(name, x, args, kwargs)
-    if name[:-2] in ("max_pool1", "max_pool2", "max_pool3", "avg_pool1", "avg_pool2", "avg_pool3"):
+    if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"):
         return _pool_call(name, x, args, kwargs)
     if name == "scaled_dot_product_attention":
         if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
