@@ -286,3 +286,16 @@ def test_grade_recognises_the_norm_modules(module, expected):
     assert (op, params) == expected
     assert inputs[0].shape == (3, 4, 5, 5)
     validate(op, inputs, params)
+
+
+def test_grade_judges_the_groupnorm_problem_by_the_op_standard_too():
+    from pathlib import Path
+
+    from numstd.grade_cli import grade_files
+
+    here = Path(__file__).parent / "problems" / "groupnorm"
+    ok = grade_files(here / "problem.py", here / "faithful.py", dtype="float32", trials=1, shapes2=False)
+    assert ok.passed and "judged by NS-GROUPNORM-FP32@1" in ok.op_note
+    assert any(c.kind == "op" for c in ok.cases)
+    bad = grade_files(here / "problem.py", here / "perchannel.py", dtype="float32", trials=1, shapes2=False)
+    assert not bad.passed and any(c.kind == "op" and not c.verdict.passed for c in bad.cases)

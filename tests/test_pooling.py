@@ -282,3 +282,15 @@ def test_grade_ignores_pooling_with_indices():
     with torch.no_grad(), rec:
         m(x)
     assert _detected_op(rec.calls) is None
+
+
+def test_grade_judges_the_maxpool_problem_by_the_op_standard_too():
+    from pathlib import Path
+
+    from numstd.grade_cli import grade_files
+
+    here = Path(__file__).parent / "problems" / "maxpool2d"
+    ok = grade_files(here / "problem.py", here / "faithful.py", dtype="bfloat16", trials=1, shapes2=False)
+    assert ok.passed and "judged by NS-MAXPOOL2D-BF16@1" in ok.op_note
+    bad = grade_files(here / "problem.py", here / "zeropad.py", dtype="bfloat16", trials=1, shapes2=False)
+    assert not bad.passed and any(c.kind == "op" and not c.verdict.passed for c in bad.cases)
