@@ -35,7 +35,7 @@ accumulation order.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -147,6 +147,14 @@ class TorchBackend(Backend):
 
     def input_formats(self) -> frozenset[str]:
         return frozenset({"float64", "float32", "float16", "bfloat16"})
+
+    def output_format(self, op: str, input_formats: Sequence[Any]) -> Any:
+        """As :meth:`Backend.output_format`; torch 2.x's CPU ``avg_pool3d`` has no bf16/fp16 kernel
+        (``"avg_pool3d_out_frame" not implemented for 'BFloat16'``)."""
+        fmt = super().output_format(op, input_formats)
+        if fmt is not None and op == "avg_pool3d" and self._device_kind == "cpu" and fmt.name in ("bfloat16", "float16"):
+            return None
+        return fmt
 
     def version(self) -> str:
         try:
