@@ -196,6 +196,10 @@ def test_torch_cpu_passes_and_one_wrong_element_fails(d, fmt):
     shape = (2, 3) + (11, 10, 9)[:d]
     for kind, params, dists in (("max", MAXP, ("normal", "nonfinite", "ties")), ("avg", AVGP, ("normal", "offset"))):
         op = f"{kind}_pool{d}d"
+        if op == "avg_pool3d" and fmt != "float32":  # torch 2.x CPU has no 16-bit avg_pool3d kernel
+            with pytest.raises((NotImplementedError, RuntimeError)):
+                _torch_pool(op, _case(op, shape, fmt, "normal", params)[0], params)
+            continue
         for dist in dists:
             (x,) = _case(op, shape, fmt, dist, params)
             y = round_to(_torch_pool(op, x, params), fmt)
