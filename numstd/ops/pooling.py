@@ -140,8 +140,8 @@ _AVG_PARAMS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_p
 def _max(d: int) -> OpInfo:
     return entry(f"max_pool{d}d", "reduction", ("x",), 0,
                  {"kernel_size": REQUIRED, "stride": None, "padding": 0, "dilation": 1, "ceil_mode": False}, (
-        f"torch.nn.functional.max_pool{d}d: the maximum of each window (kernel_size, stride, padding with "
-        "-inf, dilation, ceil_mode) over the last {d} axes. Exact: the result is one of the inputs; NaN in a "
+        f"torch.nn.functional.max_pool{d}d: y[..., o] = max of x over window o (kernel_size, stride, padding "
+        "with -inf, dilation, ceil_mode) over the last {d} axes. Exact: the result is one of the inputs; NaN in a "
         "window gives NaN; the sign of a zero result is not judged."
     ).replace("{d}", str(d)), shape=_shape, reference="pooling:max_pool", corpus="pooling", check_params=_check,
                  calls={"torch": Call(f"torch.nn.functional.max_pool{d}d", {k: k for k in _MAX_PARAMS})})
@@ -151,9 +151,9 @@ def _avg(d: int) -> OpInfo:
     return entry(f"avg_pool{d}d", "reduction", ("x",), 0,
                  {"kernel_size": REQUIRED, "stride": None, "padding": 0, "ceil_mode": False,
                   "count_include_pad": True}, (
-        f"torch.nn.functional.avg_pool{d}d: the mean of each window (kernel_size, stride, zero padding, "
-        "ceil_mode): the window sum divided by the window clipped to the padded input when count_include_pad "
-        "(the default), else by its number of in-bounds elements."
+        f"torch.nn.functional.avg_pool{d}d: y[..., o] = sum of x over window o / D_o (kernel_size, stride, "
+        "zero padding, ceil_mode), D_o the window clipped to the padded input when count_include_pad "
+        "(the default), else its number of in-bounds elements."
     ), shape=_shape, reference="pooling:avg_pool", corpus="pooling", check_params=_check,
                  terms=("absmean", "K"),
                  calls={"torch": Call(f"torch.nn.functional.avg_pool{d}d", {k: k for k in _AVG_PARAMS})})
