@@ -299,3 +299,28 @@ def test_grade_judges_the_groupnorm_problem_by_the_op_standard_too():
     assert any(c.kind == "op" for c in ok.cases)
     bad = grade_files(here / "problem.py", here / "perchannel.py", dtype="float32", trials=1, shapes2=False)
     assert not bad.passed and any(c.kind == "op" and not c.verdict.passed for c in bad.cases)
+
+
+@pytest.mark.parametrize("op,params", [("group_norm", {"num_groups": 4}), ("instance_norm", {}),
+                                       ("batch_norm", {"training": True}), ("batch_norm", {"training": False})])
+def test_corpus_legit_variants_pass_and_observable_bugs_fail(op, params):
+    """Under the fp32 policy (the one-rounding standards): every legitimate variant but the
+    stored16 model passes, every bug whose observable predicate holds fails."""
+    from numstd.core.formats import FORMATS
+    from numstd.corpus import variants_for
+
+    for fmt in ("float32", "bfloat16"):
+        out = FORMATS[fmt]
+        for dist in ("normal", "offset", "smallvar"):
+            inputs = _inputs(op, (16, 8, 6, 6), fmt, dist, **params)
+            _, arr, full = validate(op, inputs, params)
+            for v in variants_for(op):
+                if v.name in ("torch-cpu", "stored16-stats") or (v.applies is not None
+                                                                 and not v.applies(out, [out], full)):
+                    continue
+                y = v.fn(arr, full, out, FORMATS["float32"], 0)
+                verdict = _check(y, op, inputs, policy="fp32", **params)
+                if v.legit:
+                    assert verdict.passed, (op, fmt, dist, v.name, verdict.message)
+                elif v.observable is None or v.observable(arr, full, out):
+                    assert not verdict.passed, (op, fmt, dist, v.name)
