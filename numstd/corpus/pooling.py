@@ -72,8 +72,11 @@ def _max_core(kind: str) -> Callable[[np.ndarray, str, Mapping[str, Any]], np.nd
                 w = _flat_windows(x, op, params, -np.inf)
                 m = np.max(np.where(np.isnan(w), -np.inf, w), axis=-1)
                 return np.where(np.isnan(w).all(axis=-1), np.nan, m)
-        if kind == "dilation-ignored":
-            return np.max(_flat_windows(x, op, dict(params, dilation=(1,) * int(op[-2])), -np.inf), axis=-1)
+        if kind == "dilation-ignored":  # dense windows at the same starts, into the right output shape
+            d = int(op[-2])
+            right = _flat_windows(x, op, params, -np.inf).shape[:-1]
+            dense = np.max(_flat_windows(x, op, dict(params, dilation=(1,) * d), -np.inf), axis=-1)
+            return dense[tuple(slice(0, n) for n in right)]
         if kind == "abs-max":
             return np.max(_flat_windows(np.abs(x), op, params, -np.inf), axis=-1)
         w = _flat_windows(x, op, params, -np.inf)
@@ -131,7 +134,8 @@ _register_max("running-max", "accumulation-order", True,
 _register_max("running-max-reversed", "accumulation-order", True, "the comparison loop in reverse order", "reversed")
 _register_max("zero-padding", "indexing", False, "padding with 0 instead of -inf", "zero-padding")
 _register_max("nan-ignored", "missing-branch", False, "NaN dropped from the window (nanmax)", "nan-ignored")
-_register_max("dilation-ignored", "indexing", False, "the window's dilation ignored (a dense window)",
+_register_max("dilation-ignored", "indexing", False,
+              "the window's dilation ignored (dense windows at the same starts, the right output shape)",
               "dilation-ignored")
 _register_max("abs-max", "formula-error", False, "the maximum of |x| instead of x", "abs-max")
 _register_max("bf16-rounding", "input-rounding", False, "the result rounded through bfloat16",
