@@ -204,6 +204,12 @@ class TorchBackend(Backend):
 
         from ..core.arrays import to_numpy
 
+        if self.output_format(op, [arrays[0].dtype.name]) is None:
+            from ..core.errors import DtypeError
+
+            raise DtypeError(f"{self.name} cannot run {op} on {arrays[0].dtype.name} inputs (torch has no such "
+                             "kernel on this device); use float32 inputs or another backend")
+
         dev = self._torch_device()
         args = [None if a is None else to_torch(a, dev) for a in arrays]
         fn = _table(torch, F).get(op) or framework_call(op, "torch")
