@@ -34,8 +34,12 @@ ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "
                "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "softsign", "mish", "new_gelu", "swish", "hardtanh", "clamp")
 #: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
 EXTREMA = ("amax", "amin")
+#: the channel norms and the pooling ops (issue 18 items 2 and 3)
+CHANNEL_NORMS = ("group_norm", "instance_norm", "batch_norm")
+MAX_POOLS = ("max_pool1d", "max_pool2d", "max_pool3d")
+AVG_POOLS = ("avg_pool1d", "avg_pool2d", "avg_pool3d")
 BRIEF_OPS = ("matmul", "linear", "conv", "conv_transpose", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
-             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss")
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", *CHANNEL_NORMS, *MAX_POOLS, *AVG_POOLS)
 
 # (shape, params, input formats, output format) per op; distributions per op.
 BF, F32 = "bfloat16", "float32"
@@ -74,6 +78,17 @@ CASES: dict[str, list] = {
                  ((8, 50), {}, "float16", "float16")],
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
+_MAXP = {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True}
+_AVGP = {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}
+_POOL_SHAPES = {1: (4, 6, 23), 2: (2, 4, 11, 10), 3: (1, 3, 9, 8, 7)}
+CASES.update({
+    "group_norm": [((8, 16, 6, 6), {"num_groups": 4}, BF, BF), ((8, 16, 6, 6), {"num_groups": 4}, F32, F32)],
+    "instance_norm": [((8, 8, 10, 10), {}, BF, BF), ((8, 8, 10, 10), {}, F32, F32)],
+    "batch_norm": [((32, 8, 4, 4), {"training": True}, BF, BF), ((32, 8, 4, 4), {"training": True}, F32, F32),
+                   ((32, 8, 4, 4), {"training": False}, F32, F32)],
+    **{op: [(_POOL_SHAPES[int(op[-2])], _MAXP, f, f) for f in (BF, F32, "float16")] for op in MAX_POOLS},
+    **{op: [(_POOL_SHAPES[int(op[-2])], _AVGP, f, f) for f in (BF, F32)] for op in AVG_POOLS},
+})
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
 CASES["clamp"] = [((2048,), {"min": -0.5, "max": 1.0}, f, f) for f in (BF, F32)] + [((2048,), {"min": 0.1}, BF, BF)]
 for _op, _p in (("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.5}), ("leaky_relu", {"negative_slope": 0.2}),
@@ -93,6 +108,9 @@ DISTS: dict[str, tuple[str, ...]] = {
     "rms_norm": ("normal", "offset", "rowscale"),
     "attention": ("normal", "large"),
     **{op: ("normal", "large", "wide") for op in ELEMENTWISE},
+    **{op: ("normal", "offset", "smallvar") for op in CHANNEL_NORMS},
+    **{op: ("normal", "offset", "ties", "nonfinite") for op in MAX_POOLS},
+    **{op: ("normal", "offset") for op in AVG_POOLS},
 }
 
 # Legitimate variants whose error is of another kind than the generic bound below (with the reason).
@@ -102,6 +120,9 @@ EXTRA_ABS = {
     ("cross_entropy", "torch-cpu"): "u_in",
     # torch CPU stores d = a - b and d² in the 16-bit input format (two roundings per term)
     ("mse_loss", "torch-cpu"): "u_in",
+    # torch CPU stores the batch statistics of 16-bit tensors in 16 bits (the stored16 standards)
+    ("batch_norm", "torch-cpu"): "u_in", ("instance_norm", "torch-cpu"): "u_in",
+    ("batch_norm", "stored16-stats"): "u_in", ("instance_norm", "stored16-stats"): "u_in",
 }
 
 
@@ -281,6 +302,40 @@ def _reference(op, arr, p, out, name=""):
             cond = np.abs(r)
         # probabilistic form (Higham & Mary 2019): legitimate kernels stay near 1.1 sqrt(K) u cond
         return r, 8 * (math.sqrt(K) + 4) * U * cond + (rho + 0.5) * ulp(r, out)
+    if op in CHANNEL_NORMS:  # layer_norm's analysis over each normalised group, per-channel affine
+        x, eps = a[0], p["eps"]
+        n, c = x.shape[:2]
+        ws = a[3:] if op == "batch_norm" else a[1:]
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        w = 1.0 if len(ws) < 1 or ws[0] is None else ws[0].reshape(shape)
+        b = 0.0 if len(ws) < 2 or ws[1] is None else ws[1].reshape(shape)
+        if op == "batch_norm" and not p["training"]:
+            mean, var, K = a[1].reshape(shape), a[2].reshape(shape), 1
+        else:
+            t = np.moveaxis(x, 1, 0) if op == "batch_norm" else x
+            rows = t.reshape(c if op == "batch_norm" else n * (p.get("num_groups") or c), -1)
+            K = rows.shape[-1]
+            full = lambda v: np.broadcast_to(v, rows.shape).reshape(t.shape)  # noqa: E731
+            mean, var = full(rows.mean(-1, keepdims=True)), full(rows.var(-1, keepdims=True))
+            if op == "batch_norm":
+                mean, var = np.moveaxis(mean, 0, 1), np.moveaxis(var, 0, 1)
+        rstd = 1.0 / np.sqrt(var + eps)
+        r = (x - mean) * rstd * w + b
+        cond = (np.abs(x) + np.abs(mean)) * rstd * np.abs(w) + np.abs(b)
+        # stored 16-bit mean, variance and 1/sigma: u_in (|mean| rstd + 1.5 |xhat|) |w|
+        extra = _fmt(arr[0].dtype.name).u * (np.abs(mean) * rstd + 1.5 * np.abs(x - mean) * rstd) * np.abs(w) \
+            if (op, name) in EXTRA_ABS and _fmt(arr[0].dtype.name).bits == 16 else 0.0
+        return r, 8 * (math.sqrt(K) + 4) * U * cond + (rho + 0.5) * ulp(r, out) + 2 * extra
+    if op in MAX_POOLS or op in AVG_POOLS:  # torch.nn.functional in float64 (torch's own semantics)
+        import torch
+
+        f = getattr(torch.nn.functional, op)
+        r = f(torch.from_numpy(a[0]), **p).numpy()
+        if op in MAX_POOLS:  # exact: any other value is at least one ulp away
+            return r, 0.25 * ulp(r, out)
+        absmean = f(torch.from_numpy(np.abs(a[0])), **p).numpy()
+        K = math.prod(p["kernel_size"])
+        return r, (K + 3) * U * absmean + rho * ulp(r, out)
     if op == "attention":
         q, k, v = a
         s = q @ np.swapaxes(k, -1, -2) * p["scale"]
@@ -366,7 +421,8 @@ def runs():
                     y = v.fn(arr, full, out, FP32, 11)
                     r, bound = reference(op, arr, full, out, v.name)
                     obs = None if v.legit else v.applicable(arr, full, out)
-                    rows.append((v, cid, y, Judged(y, r, bound, out, op in EXTREMA), obs, out, np.shape(r)))
+                    rows.append((v, cid, y, Judged(y, r, bound, out, op in EXTREMA or op in MAX_POOLS), obs, out,
+                                 np.shape(r)))
             cache[op] = rows
         return cache[op]
 

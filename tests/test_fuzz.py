@@ -24,7 +24,10 @@ from numstd.verdict import Verdict
 SMALL = {"matmul": (3, 8, 4), "linear": (3, 8, 4), "attention": (1, 3, 5, 4), "cross_entropy": (4, 6),
          "softmax": (3, 7), "log_softmax": (3, 7), "layer_norm": (3, 7), "rms_norm": (3, 7),
          "sum": (3, 7), "mean": (3, 7), "cumsum": (3, 7), "conv": (2, 2, 4, 2, 2, 1, 1, 3, 9),
-         "conv_transpose": (2, 2, 4, 2, 2, 1, 1, 1, 3, 5)}
+         "conv_transpose": (2, 2, 4, 2, 2, 1, 1, 1, 3, 5),
+         "group_norm": (2, 8, 3), "instance_norm": (2, 3, 5), "batch_norm": (6, 3, 2),
+         **{f"{k}_pool{d}d": {1: (2, 3, 9), 2: (1, 2, 7, 6), 3: (1, 1, 5, 5, 4)}[d] for k in ("max", "avg")
+            for d in (1, 2, 3)}}
 OP_NAMES = sorted(n for n, s in OPS.items() if s.kind != "module")
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 

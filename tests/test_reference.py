@@ -1063,6 +1063,9 @@ def test_reference_params_are_the_full_set():
     assert a.params["scale"] == 0.5 and a.params["causal"] is False
 
 
+_POOL_SHAPES = {1: (3, 2, 4), 2: (3, 2, 2, 2), 3: (3, 1, 2, 2, 2)}
+
+
 def test_aux_terms_cover_the_error_models_and_broadcast():
     models = pytest.importorskip("numstd.models")
     g = rng(22)
@@ -1080,6 +1083,12 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
             "swish", "hardtanh")},
         "clamp": ([x], {"min": -0.5, "max": 0.5}),
         "amax": ([x], {"axis": 1}), "amin": ([x], {}), "mse_loss": ([x, 0.5 * x + 0.25], {}),
+        "group_norm": ([x.reshape(3, 4, 2), x[0, :4], x[1, :4]], {"num_groups": 2}),
+        "instance_norm": ([x.reshape(3, 4, 2)], {}),
+        "batch_norm": ([x.reshape(3, 4, 2), None, None, x[0, :4]], {"training": True}),
+        **{f"max_pool{d}d": ([x.reshape(_POOL_SHAPES[d])], {"kernel_size": 2}) for d in (1, 2, 3)},
+        **{f"avg_pool{d}d": ([x.reshape(_POOL_SHAPES[d])], {"kernel_size": 2, "padding": 1, "count_include_pad": False})
+           for d in (1, 2, 3)},
     }
     from numstd.ops import OPS
 

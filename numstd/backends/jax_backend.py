@@ -18,6 +18,11 @@ softmax        ``jax.nn.softmax``, ``jax.nn.log_softmax``
 layer_norm     two-pass in float32 (``x`` upcast when narrower): ``d = x - mean x``,
                ``d * rsqrt(mean(d²) + eps) * weight + bias``, cast to the input dtype
 rms_norm       in float32: ``x * rsqrt(mean(x²) + eps) * weight``, cast to the input dtype
+group_norm,    layer_norm's float32 two-pass formula over each normalised group (rows of the
+instance_norm, rearranged input), ``* weight[c] + bias[c]``, cast to the input dtype (batch_norm
+batch_norm     eval: ``(x - running_mean) * rsqrt(running_var + eps) * weight + bias`` in float32)
+max_pool{d}d   ``lax.reduce_window(x, -inf, lax.max, ...)`` (window dilation, padding as torch's)
+avg_pool{d}d   ``lax.reduce_window`` sum in float32 (zero padding) / the divisor, cast back
 elementwise    ``jnp.exp``, ``log``, ``tanh``, ``jax.nn.sigmoid``, ``jax.scipy.special.erf``,
                ``jax.nn.gelu(x, approximate=...)``, ``jax.nn.silu``, ``jax.nn.relu``,
                ``jax.lax.rsqrt``, ``jnp.sqrt``
@@ -114,6 +119,51 @@ def _conv_transpose(jnp: Any, lax: Any, x: Any, w: Any, b: Any, p: dict) -> Any:
     return y
 
 
+def _channel_norm(jnp: Any, lax: Any, op: str, x: Any, w: list, p: dict) -> Any:
+    work = x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
+    n, c = x.shape[:2]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    eps = jnp.asarray(p["eps"], work.dtype)
+    if op == "batch_norm" and not p["training"]:
+        y = (work - w[0].astype(work.dtype).reshape(shape)) * lax.rsqrt(w[1].astype(work.dtype).reshape(shape) + eps)
+        w = w[2:]
+    else:
+        if op == "batch_norm":
+            rows = jnp.moveaxis(work, 1, 0).reshape(c, -1)
+        else:
+            rows = work.reshape(n * (p["num_groups"] if op == "group_norm" else c), -1)
+        d = rows - jnp.mean(rows, axis=-1, keepdims=True)
+        r = d * lax.rsqrt(jnp.mean(d * d, axis=-1, keepdims=True) + eps)
+        y = jnp.moveaxis(r.reshape((c, n) + x.shape[2:]), 0, 1) if op == "batch_norm" else r.reshape(x.shape)
+    if w[0] is not None:
+        y = y * w[0].astype(y.dtype).reshape(shape)
+    if w[1] is not None:
+        y = y + w[1].astype(y.dtype).reshape(shape)
+    return y.astype(x.dtype)
+
+
+def _pool(jnp: Any, lax: Any, op: str, x: Any, p: dict) -> Any:
+    import numpy as np
+
+    from ..ops.pooling import divisor, output_size, spatial_params
+
+    d = int(op[-2])
+    lead = x.ndim - d
+    k, s, pad, dil = spatial_params(op, p)
+    spatial = x.shape[lead:]
+    pads = [(0, 0)] * lead
+    for i in range(d):
+        out = output_size(spatial[i], k[i], s[i], pad[i], dil[i], p["ceil_mode"])
+        need = (out - 1) * s[i] + dil[i] * (k[i] - 1) + 1
+        pads.append((pad[i], max(0, need - pad[i] - spatial[i])))
+    dims, strides, wdil = (1,) * lead + tuple(k), (1,) * lead + tuple(s), (1,) * lead + tuple(dil)
+    if op.startswith("max"):
+        return lax.reduce_window(x, jnp.asarray(-jnp.inf, x.dtype), lax.max, dims, strides, pads, window_dilation=wdil)
+    work = x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
+    tot = lax.reduce_window(work, jnp.asarray(0, work.dtype), lax.add, dims, strides, pads)
+    return (tot / jnp.asarray(np.asarray(divisor(op, spatial, p)), work.dtype)).astype(x.dtype)
+
+
 def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     loss = -jnp.take_along_axis(jax.nn.log_softmax(x, axis=-1), t[:, None].astype(jnp.int32), axis=-1)[:, 0]
     return reduce_loss(jnp, loss, reduction)
@@ -125,8 +175,9 @@ def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
-_SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
-                                      "cross_entropy", "mse_loss"})
+_SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu",
+                                      "attention", "cross_entropy", "mse_loss", "group_norm", "instance_norm", "batch_norm",
+                                      *(f"{kind}_pool{d}d" for kind in ("max", "avg") for d in (1, 2, 3))})
 
 
 def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -145,6 +196,11 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
         "mean": red(jnp.mean),
         "layer_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], a[2], p["eps"], True),
         "rms_norm": lambda a, p: _norm(jnp, lax, a[0], a[1], None, p["eps"], False),
+        "group_norm": lambda a, p: _channel_norm(jnp, lax, "group_norm", a[0], a[1:], p),
+        "instance_norm": lambda a, p: _channel_norm(jnp, lax, "instance_norm", a[0], a[1:], p),
+        "batch_norm": lambda a, p: _channel_norm(jnp, lax, "batch_norm", a[0], a[1:] if not p["training"] else a[3:], p),
+        **{f"{kind}_pool{d}d": (lambda name: lambda a, p: _pool(jnp, lax, name, a[0], p))(f"{kind}_pool{d}d")
+           for kind in ("max", "avg") for d in (1, 2, 3)},
         "gelu": lambda a, p: jax.nn.gelu(a[0], approximate=p["approximate"] == "tanh"),
         "attention": lambda a, p: _attention(jax, jnp, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: _cross_entropy(jax, jnp, a[0], a[1], p["reduction"]),

@@ -19,6 +19,11 @@ softmax        ``e = exp(x - max x); e / sum e``
 log_softmax    ``(x - max x) - log(sum exp(x - max x))``
 layer_norm     ``d = x - mean x; d / sqrt(mean(d²) + eps) * weight + bias`` (two-pass variance)
 rms_norm       ``x / sqrt(mean(x²) + eps) * weight``
+group_norm,    layer_norm's two-pass formula over each normalised group (rows of the rearranged
+instance_norm, input), then ``* weight[c] + bias[c]``; batch_norm eval:
+batch_norm     ``(x - running_mean) / sqrt(running_var + eps) * weight + bias``
+max_pool{d}d   ``np.max`` over each window (``numstd.ops.pooling.windows``, ``-inf`` padding)
+avg_pool{d}d   ``np.sum`` over each window (zero padding) ``/`` the divisor
 sigmoid, silu  ``1 / (1 + exp(-x))``, ``x / (1 + exp(-x))``
 gelu           ``x/2 (1 + erf(x/√2))``; tanh form ``x/2 (1 + tanh(√(2/π)(x + 0.044715 x³)))``
 rsqrt          ``1 / sqrt(x)``
@@ -65,6 +70,38 @@ def _layer_norm(x: np.ndarray, w: Any, b: Any, eps: float) -> np.ndarray:
 def _rms_norm(x: np.ndarray, w: Any, eps: float) -> np.ndarray:
     y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + x.dtype.type(eps))
     return y * w if w is not None else y
+
+
+def _channel_norm(op: str, x: np.ndarray, w: list, p: dict) -> np.ndarray:
+    n, c = x.shape[:2]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    eps = x.dtype.type(p["eps"])
+    if op == "batch_norm" and not p["training"]:
+        y = (x - w[0].reshape(shape)) / np.sqrt(w[1].reshape(shape) + eps)
+        w = w[2:]
+    else:
+        if op == "batch_norm":
+            rows = np.moveaxis(x, 1, 0).reshape(c, -1)
+        else:
+            rows = x.reshape(n * (p["num_groups"] if op == "group_norm" else c), -1)
+        d = rows - np.mean(rows, axis=-1, keepdims=True)
+        r = d / np.sqrt(np.mean(d * d, axis=-1, keepdims=True) + eps)
+        y = (np.moveaxis(r.reshape((c, n) + x.shape[2:]), 0, 1) if op == "batch_norm" else r.reshape(x.shape))
+    if w[0] is not None:
+        y = y * w[0].reshape(shape)
+    if w[1] is not None:
+        y = y + w[1].reshape(shape)
+    return y
+
+
+def _pool(op: str, x: np.ndarray, p: dict) -> np.ndarray:
+    from ..ops.pooling import divisor, windows
+
+    d = int(op[-2])
+    axes = tuple(range(-d, 0))
+    if op.startswith("max"):
+        return np.max(windows(x, op, p, -np.inf), axis=axes)
+    return np.sum(windows(x, op, p, 0.0), axis=axes) / divisor(op, x.shape[x.ndim - d:], p).astype(x.dtype)
 
 
 def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
@@ -133,6 +170,11 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "log_softmax": lambda a, p: _log_softmax(a[0], p["axis"]),
     "layer_norm": lambda a, p: _layer_norm(a[0], a[1], a[2], p["eps"]),
     "rms_norm": lambda a, p: _rms_norm(a[0], a[1], p["eps"]),
+    "group_norm": lambda a, p: _channel_norm("group_norm", a[0], a[1:], p),
+    "instance_norm": lambda a, p: _channel_norm("instance_norm", a[0], a[1:], p),
+    "batch_norm": lambda a, p: _channel_norm("batch_norm", a[0], a[1:] if not p["training"] else a[3:], p),
+    **{f"{kind}_pool{d}d": (lambda name: lambda a, p: _pool(name, a[0], p))(f"{kind}_pool{d}d")
+       for kind in ("max", "avg") for d in (1, 2, 3)},
     "exp": lambda a, p: np.exp(a[0]),
     "log": lambda a, p: np.log(a[0]),
     "tanh": lambda a, p: np.tanh(a[0]),

@@ -14,6 +14,11 @@ amax, amin     ``torch.amax`` / ``torch.amin`` (``dim=axis, keepdim=keepdims``)
 softmax        ``F.softmax(x, dim=axis)``, ``F.log_softmax``
 layer_norm     ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)``
 rms_norm       ``F.rms_norm(x, x.shape[-1:], weight, eps)``
+group_norm     ``F.group_norm(x, num_groups, weight, bias, eps)``
+instance_norm  ``F.instance_norm(x, None, None, weight, bias, True, 0.1, eps)``
+batch_norm     ``F.batch_norm(x, running_mean, running_var, weight, bias, training, 0.1, eps)``
+               (training: running statistics not passed, so nothing is updated)
+pooling        ``F.max_pool{d}d`` / ``F.avg_pool{d}d`` with the op's parameters (the entries' calls)
 elementwise    ``torch.exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``rsqrt``, ``sqrt``,
                ``F.gelu(x, approximate=...)``, ``F.silu``, ``F.relu``
 attention      ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``
@@ -32,7 +37,7 @@ accumulation order.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -84,7 +89,8 @@ def _attention(torch: Any, F: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
 
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
-_SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "sum", "mean", "layer_norm", "rms_norm", "attention", "cross_entropy"})
+_SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "sum", "mean", "layer_norm", "rms_norm", "attention",
+                                      "cross_entropy", "group_norm", "instance_norm", "batch_norm"})
 
 
 def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -110,6 +116,10 @@ def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
         "mean": red(torch.mean),
         "layer_norm": lambda a, p: F.layer_norm(a[0], a[0].shape[-1:], a[1], a[2], p["eps"]),
         "rms_norm": lambda a, p: F.rms_norm(a[0], a[0].shape[-1:], a[1], p["eps"]),
+        "group_norm": lambda a, p: F.group_norm(a[0], p["num_groups"], a[1], a[2], p["eps"]),
+        "instance_norm": lambda a, p: F.instance_norm(a[0], None, None, a[1], a[2], True, 0.1, p["eps"]),
+        "batch_norm": lambda a, p: F.batch_norm(a[0], None if p["training"] else a[1], None if p["training"] else a[2],
+                                                a[3], a[4], p["training"], 0.1, p["eps"]),
         "attention": lambda a, p: _attention(torch, F, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: F.cross_entropy(a[0], a[1].long(), reduction=p["reduction"]),
     }
@@ -151,6 +161,14 @@ class TorchBackend(Backend):
 
     def input_formats(self) -> frozenset[str]:
         return frozenset({"float64", "float32", "float16", "bfloat16"})
+
+    def output_format(self, op: str, input_formats: Sequence[Any]) -> Any:
+        """As :meth:`Backend.output_format`; torch 2.x's CPU ``avg_pool3d`` has no bf16/fp16 kernel
+        (``"avg_pool3d_out_frame" not implemented for 'BFloat16'``)."""
+        fmt = super().output_format(op, input_formats)
+        if fmt is not None and op == "avg_pool3d" and self._device_kind == "cpu" and fmt.name in ("bfloat16", "float16"):
+            return None
+        return fmt
 
     def version(self) -> str:
         try:
@@ -199,6 +217,12 @@ class TorchBackend(Backend):
         import torch.nn.functional as F
 
         from ..core.arrays import to_numpy
+
+        if self.output_format(op, [arrays[0].dtype.name]) is None:
+            from ..core.errors import DtypeError
+
+            raise DtypeError(f"{self.name} cannot run {op} on {arrays[0].dtype.name} inputs (torch has no such "
+                             "kernel on this device); use float32 inputs or another backend")
 
         dev = self._torch_device()
         args = [None if a is None else to_torch(a, dev) for a in arrays]

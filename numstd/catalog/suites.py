@@ -11,7 +11,8 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 ``uniform``    U(−1, 1): signed, bounded.
 ``uniform01``  U[0, 1): what KernelBench draws; hides dropped negative branches (kept for comparison).
 ``heavy``      Student-t with 2 degrees of freedom: rare large values.
-``offset``     N(0, 1) + 100 per row: large mean, small spread (one-pass variance, cancellation).
+``offset``     N(0, 1) + 100 per row: large mean, small spread (one-pass variance, cancellation);
+               for the channel norms ±100 per normalised channel group.
 ``large``      N(0, 1)·40: large logits (missing max-subtraction overflows exp).
 ``rowscale``   rows scaled by 10^U(−2, 2.5): rows that differ by hundreds (softmax with a global max).
 ``wide``       sign·2^U(−40, 40) clipped to the format's range: huge dynamic range.
@@ -25,7 +26,9 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 
 Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
-mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution),
+mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution); the
+channel norms and pooling the shape of ``x`` (``(N, C, *spatial)``; the norms' weight ``1 + 0.1 N(0, 1)``,
+bias ``0.1 N(0, 1)`` per channel, batch_norm's running mean and variance near the batch's own);
 conv ``[N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]`` (1 to 3 spatial
 dims; the last four parameters become the case's ``params``, the weight is drawn normal / sqrt(K)),
 conv_transpose ``[N, C_in, C_out, groups, stride, padding, output_padding, dilation, *kernel, *spatial]``
@@ -207,6 +210,22 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
     elif op == "mse_loss":
         inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(draw(rng, shape, distribution, fmt(1)), 1)]
+    elif op in ("group_norm", "instance_norm", "batch_norm"):
+        c = shape[1]
+        if distribution == "offset":  # a large mean per normalised group (per channel group), small spread
+            groups = int((params or {}).get("num_groups", c)) if op == "group_norm" else c
+            sign = np.where(rng.random(groups) < 0.5, -1.0, 1.0).repeat(c // groups)
+            x = q(rng.standard_normal(shape) + 100.0 * sign.reshape((1, c) + (1,) * (len(shape) - 2)), 0)
+        else:
+            x = q(draw(rng, shape, distribution, fmt(0)), 0)
+        w, b = q(1.0 + 0.1 * rng.standard_normal(c), 1), q(0.1 * rng.standard_normal(c), 2)
+        if op == "batch_norm":  # running statistics near the batch's (used when training=False)
+            xs = np.moveaxis(np.asarray(x, dtype=np.float64), 1, 0).reshape(c, -1)
+            rm = q(xs.mean(axis=1) + 0.1 * rng.standard_normal(c), 1)
+            rv = q(xs.var(axis=1) * np.exp(0.2 * rng.standard_normal(c)), 1)
+            inputs = [x, rm, rv, w, b]
+        else:
+            inputs = [x, w, b]
     elif op in ("layer_norm", "rms_norm"):
         x = q(draw(rng, shape, distribution, fmt(0)), 0)
         w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)

@@ -121,6 +121,10 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
             return None
         return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name in ("group_norm", "instance_norm", "batch_norm"):
+        return _channel_norm_call(name, x, args, kwargs)
+    if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"):
+        return _pool_call(name, x, args, kwargs)
     if name == "scaled_dot_product_attention":
         if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
             return None
@@ -159,6 +163,49 @@ def _conv_transpose_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> 
               "output_padding": norm(_arg(args, kwargs, 5, "output_padding", 0)),
               "groups": int(_arg(args, kwargs, 6, "groups", 1)), "dilation": norm(_arg(args, kwargs, 7, "dilation", 1))}
     return "conv_transpose", [x, _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")], params
+
+
+def _channel_norm_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """``F.group_norm(x, num_groups, weight, bias, eps)``, ``F.instance_norm(x, running_mean,
+    running_var, weight, bias, use_input_stats, momentum, eps)`` and ``F.batch_norm(x, running_mean,
+    running_var, weight, bias, training, momentum, eps)`` (what nn.GroupNorm, nn.InstanceNorm*d and
+    nn.BatchNorm*d call) as catalog ops; instance_norm without input statistics normalises with the
+    running ones, which is batch_norm's eval mode."""
+    if name == "group_norm":
+        return "group_norm", [x, _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "bias")], \
+            {"num_groups": int(_arg(args, kwargs, 1, "num_groups")), "eps": float(_arg(args, kwargs, 4, "eps", 1e-5))}
+    rm, rv = _arg(args, kwargs, 1, "running_mean"), _arg(args, kwargs, 2, "running_var")
+    w, b = _arg(args, kwargs, 3, "weight"), _arg(args, kwargs, 4, "bias")
+    eps = float(_arg(args, kwargs, 7, "eps", 1e-5))
+    if name == "instance_norm":
+        if bool(_arg(args, kwargs, 5, "use_input_stats", True)):
+            return "instance_norm", [x, w, b], {"eps": eps}
+        return "batch_norm", [x, rm, rv, w, b], {"training": False, "eps": eps}
+    training = bool(_arg(args, kwargs, 5, "training", False))
+    return "batch_norm", [x, rm, rv, w, b], {"training": training, "eps": eps}
+
+
+def _pool_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
+    """``F.max_pool{d}d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)`` and
+    ``F.avg_pool{d}d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)``
+    (what nn.MaxPool*d / nn.AvgPool*d call); returned indices and a divisor override are no catalog op."""
+    def norm(v: Any) -> Any:
+        return tuple(int(i) for i in v) if isinstance(v, (list, tuple)) else (None if v is None else int(v))
+
+    stride = norm(_arg(args, kwargs, 2, "stride"))
+    params: dict = {"kernel_size": norm(_arg(args, kwargs, 1, "kernel_size")), "stride": stride or None,
+                    "padding": norm(_arg(args, kwargs, 3, "padding", 0))}
+    if name.startswith("max"):
+        if bool(_arg(args, kwargs, 6, "return_indices", False)):
+            return None
+        params.update(dilation=norm(_arg(args, kwargs, 4, "dilation", 1)),
+                      ceil_mode=bool(_arg(args, kwargs, 5, "ceil_mode", False)))
+    else:
+        if name != "avg_pool1d" and _arg(args, kwargs, 6, "divisor_override") is not None:
+            return None
+        params.update(ceil_mode=bool(_arg(args, kwargs, 4, "ceil_mode", False)),
+                      count_include_pad=bool(_arg(args, kwargs, 5, "count_include_pad", True)))
+    return name, [x], params
 
 
 def _extremum_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict] | None:
@@ -238,7 +285,15 @@ def _recorder_class() -> type:
     return _Record
 
 
+def _bookkeeping(name: str, args: tuple) -> bool:
+    """nn.BatchNorm's ``num_batches_tracked.add_(1)`` in training mode: an in-place update of a 0-d
+    integer buffer, not part of what the forward computes."""
+    t = args[0] if args else None
+    return name == "add_" and getattr(t, "dim", None) is not None and t.dim() == 0 and not t.is_floating_point()
+
+
 def _detected_op(calls: list) -> tuple[str, list, dict, str] | None:
+    calls = [c for c in calls if not _bookkeeping(c[0], c[1])]
     if len(calls) != 1:
         return None
     name, args, kwargs = calls[0]

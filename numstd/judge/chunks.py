@@ -31,6 +31,8 @@ DEFAULT_CHUNK = 1 << 16  # output elements per chunk (2^16: 1.4-1.9x faster than
 #: contractions do GEMMs per chunk: larger chunks keep BLAS efficient; their row ranges are also
 #: rounded to whole blocks of ``reference.contraction.ROW_BLOCK`` rows (see :func:`plan`)
 CONTRACTION_CHUNK = 1 << 19
+#: the pooling ops (their last digit is the number of spatial axes)
+POOLING = ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d")
 
 
 def default_chunk(kind: str) -> int:
@@ -83,6 +85,10 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
         return params["axis"]
     if op in ("layer_norm", "rms_norm"):
         return out_ndim - 1
+    if op in ("group_norm", "instance_norm") or (op == "batch_norm" and not params.get("training")):
+        return 1  # whole samples (batch_norm eval: elementwise per channel)
+    if op in POOLING:
+        return out_ndim - int(op[-2])  # the batch and channel axes; windows slide over the spatial ones
     if op == "linear":
         return out_ndim - 1
     if op in ("conv", "conv_transpose"):  # the batch axis: each image needs only its own input (and the whole weight)
@@ -101,7 +107,8 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
 
 def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, n_split: int) -> tuple | None:
     """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
-    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
+    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss",
+              "group_norm", "instance_norm", "batch_norm", *POOLING) or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
         if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
             return idx
         if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias

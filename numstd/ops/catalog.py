@@ -17,10 +17,11 @@ Kinds (what the error analysis of the op looks like):
 kind            ops
 ==============  =====================================================================
 contraction     matmul, linear, conv, conv_transpose  (dot products of length K)
-reduction       sum, mean, amax, amin (amax/amin exact: reference ``exact:extremum``)
+reduction       sum, mean, amax, amin (amax/amin exact: reference ``exact:extremum``), and the
+                pooling windows max_pool1d/2d/3d (exact) and avg_pool1d/2d/3d
 scan            cumsum
 softmax         softmax, log_softmax
-normalization   layer_norm, rms_norm
+normalization   layer_norm, rms_norm, group_norm, instance_norm, batch_norm
 elementwise     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt, softplus
 attention       attention  (two contractions around a softmax)
 loss            cross_entropy, mse_loss
@@ -60,7 +61,7 @@ __all__ = [
 #: the modules of :mod:`numstd.ops` that hold the entries, one per op family
 FAMILIES: tuple[str, ...] = (
     "contraction", "conv", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
-    "module",
+    "pooling", "module",
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature

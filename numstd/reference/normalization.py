@@ -33,9 +33,24 @@ their statistics as above; longer rows are cut into aligned blocks of ``NORM_BLO
 by ``K`` alone), each summed by the pairwise double-double tree and the block sums by a second one
 with their low parts (as ``sum`` does), so ``d = ceil(log2 NORM_BLOCK) + ceil(log2 nb)`` in every
 bound above; ``S1`` and the ``e_V'`` sum are float64 sums of the blocks' sums.
+
+Channel norms (group_norm, instance_norm, batch_norm with ``training=True``): the input is
+rearranged losslessly into rows of ``K`` elements, one per normalised group (group_norm: the
+``C/G * prod(spatial)`` values of ``(n, g)``; instance_norm: the spatial values of ``(n, c)``;
+batch_norm: the ``N * prod(spatial)`` values of channel ``c``), layer_norm's steps 1-5 (without
+affine) give ``xhat`` and its bound per element, and step 6 applies the per-channel ``weight[c]``,
+``bias[c]``.  The aux row statistics (``mean``, ``sigma``, ``absmean``) are spread back to every
+element of their group.
+
+batch_norm with ``training=False`` (running statistics ``m``, ``v``, exact inputs):
+``dev = fl(x - m)`` (``+ u |dev|``), ``W = fl(v + eps)`` (``+ u W``), ``sigma = sqrt(W)``
+(``e_sigma = u sigma + u W / sigma``), then steps 5-6 with ``delta = u |dev|``.  aux ``K`` is 1
+(no statistic is reduced) and ``absmean = |m|``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +59,7 @@ from typing import Any, Callable
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, sum_depth
 from ._rows import by_row_groups, cached_stats
 
-__all__ = ["layer_norm", "rms_norm", "NORM_BLOCK"]
+__all__ = ["layer_norm", "rms_norm", "group_norm", "instance_norm", "batch_norm", "NORM_BLOCK"]
 
 #: elements per block of a long row (a constant: the row statistics depend only on the row)
 NORM_BLOCK = 1 << 16
@@ -234,3 +249,83 @@ def rms_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         return _rms_elements(x, w, _rms_row_stats(x, eps), K)
     qh, ql, depth = _mean_dd(x * x)
     return _rms_elements(x, w, _rms_stats(qh + ql, depth, eps), K)
+
+
+# ---------------------------------------------------------------------------------------------
+# channel norms: layer_norm's statistics over rearranged rows, per-channel affine
+# ---------------------------------------------------------------------------------------------
+
+
+def _channel_affine(xhat: np.ndarray, err: np.ndarray, w: np.ndarray | None, b: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Step 6 with ``weight``/``bias`` along axis 1; returns y, bound, |w|, |b| (broadcastable)."""
+    shape = (1, xhat.shape[1]) + (1,) * (xhat.ndim - 2)
+    wc = None if w is None else w.reshape(shape)
+    bc = None if b is None else b.reshape(shape)
+    absw = np.ones(shape) if wc is None else np.abs(wc)
+    absb = np.zeros(shape) if bc is None else np.abs(bc)
+    y = xhat if wc is None else xhat * wc
+    prod = np.abs(y)
+    if bc is not None:
+        y = y + bc
+    bound = absw * err + (0.0 if wc is None else U * prod) + (0.0 if bc is None else U * np.abs(y))
+    return y, bound, absw, absb
+
+
+def _rows_of(op: str, x: np.ndarray, params: dict) -> tuple[np.ndarray, Any]:
+    """``x`` as rows of one normalised group each, and the function that puts row data back."""
+    n, c = x.shape[:2]
+    if op == "batch_norm":
+        t = np.moveaxis(x, 1, 0)
+        back_shape = t.shape
+        return t.reshape(c, -1), lambda r: np.moveaxis(np.broadcast_to(r, (c, t[0].size)).reshape(back_shape), 0, 1)
+    groups = n * (params["num_groups"] if op == "group_norm" else c)
+    rows = x.reshape(groups, -1)
+    return rows, lambda r: np.broadcast_to(r, rows.shape).reshape(x.shape)
+
+
+def _channel_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    x, w, b = (_f64(a) for a in arrays)
+    if x.size == 0:
+        z = np.zeros(x.shape)
+        _, _, absw, absb = _channel_affine(z, z, w, b)
+        return z, z, {"mean": z, "sigma": z, "xhat": z, "absw": absw, "absb": absb, "absx": z, "absmean": z,
+                      "K": np.asarray(0.0)}
+    rows, back = _rows_of(op, x, params)
+    K = rows.shape[-1]
+    xhat, err, aux = layer_norm("layer_norm", [rows, None, None], params)
+    y, bound, absw, absb = _channel_affine(back(xhat), back(err), w, b)
+    out = {"mean": back(aux["mean"]), "sigma": back(aux["sigma"]), "xhat": back(xhat), "absw": absw, "absb": absb,
+           "absx": np.abs(x), "absmean": back(aux["absmean"]), "K": np.asarray(float(K))}
+    return y, bound, out
+
+
+def group_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``group_norm(x, weight, bias, num_groups, eps)`` (module docstring)."""
+    return _channel_norm("group_norm", arrays, params)
+
+
+def instance_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``instance_norm(x, weight, bias, eps)`` (module docstring)."""
+    return _channel_norm("instance_norm", arrays, params)
+
+
+def batch_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``batch_norm(x, running_mean, running_var, weight, bias, training, eps)``."""
+    x, rm, rv, w, b = (_f64(a) for a in arrays)
+    if params["training"]:
+        return _channel_norm("batch_norm", [x, w, b], params)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    m, v = rm.reshape(shape), rv.reshape(shape)
+    dev = x - m
+    adev = np.abs(dev)
+    W = v + params["eps"]
+    sigma = np.sqrt(W)
+    e_sigma = U * sigma + np.where(sigma > 0, U * W / np.where(sigma > 0, sigma, 1.0), np.inf)
+    xhat = dev / sigma
+    delta = U * adev
+    err = U * np.abs(xhat) + delta / sigma + (adev + delta) * _inverse_term(sigma, e_sigma)
+    y, bound, absw, absb = _channel_affine(xhat, err, w, b)
+    aux = {"mean": m, "sigma": sigma, "xhat": xhat, "absw": absw, "absb": absb, "absx": np.abs(x),
+           "absmean": np.abs(m), "K": np.asarray(1.0)}
+    return y, bound, aux
