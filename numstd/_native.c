@@ -7,6 +7,7 @@
  *   (numstd.models.ErrorModel.bound).
  * finish_bound, dot_bound: the last passes of a reference's bound (numstd.reference._finish_bound,
  *   numstd.reference.contraction.dot), one pass each.
+ * row_sums: the per-group integer sums of the row_bias statistic (numstd.criteria.Judge._add_rows).
  * halving_rows: row sums by the balanced tree of numstd.reference.summation.halving_sum.
  * pool_enter / pool_exit: a numpy data allocator that keeps freed blocks for reuse while a check
  *   runs (numstd.native.pool).
@@ -1008,6 +1009,136 @@ static PyObject *dot_bound(PyObject *self, PyObject *args) {
 
 /* constants() -> the layout constants this file was compiled with (numstd.native checks them
  * against the Python modules, so the two paths cannot drift apart silently) */
+/* row_sums(a, akind, r, b, overflow, urel, length, first, sums, kept, dsums) -> segments: the row_bias
+ * statistic of one chunk (numstd.judge.criteria.Judge._add_rows, whose numpy path is the
+ * specification).  Each element with a finite output and a finite nonzero reference (|r| <
+ * overflow) gives q = rint(2^30 clip(sign(r) (a - r) / b, -1, 1)) (0/0 -> 0) and, when urel >= 0,
+ * dq = rint(2^30 clip(|r| urel / b, 0, 1)) (NaN -> 0); the other elements give 0 and are not kept.
+ * The chunk's elements are cut into segments [0, first), then runs of length elements (the last one
+ * possibly shorter; no first segment when first = 0, one segment of all n when first >= n): per segment the integer sums of q and dq and
+ * the count of kept elements go to sums, dsums and kept (int64, exact).  Returns the segment count. */
+/* rint(x) for |x| < 2^51 under round-to-nearest-even, as numpy's rint: adding and removing 1.5 * 2^52
+ * rounds away the fraction (branch-free, so the loops below vectorize) */
+#define RINT_SHIFT 6755399441055744.0
+#define ROW_SCALE 1073741824.0  /* 2^30 */
+
+/* q, kept (1.0 or 0.0) and dq of the m elements of a from position i0 (see row_sums); q and dq are
+ * integers |q| <= 2^30 held in doubles */
+static inline void row_block(const void *a, int akind, const double *NS_RESTRICT r, const double *NS_RESTRICT b,
+                             const double *NS_RESTRICT bone, int bfull, Py_ssize_t i0, int m, double ovf, double urel,
+                             int rel, double *NS_RESTRICT q, double *NS_RESTRICT kf, double *NS_RESTRICT dq) {
+    NS_ALIGNED(64) double av[GROUP];
+    if (akind == 0) { const double *p = (const double *)a + i0; for (int i = 0; i < m; i++) av[i] = p[i]; }
+    else if (akind == 1) { const float *p = (const float *)a + i0; for (int i = 0; i < m; i++) av[i] = (double)p[i]; }
+    else { const uint16_t *p = (const uint16_t *)a + i0; for (int i = 0; i < m; i++) av[i] = (double)float_of((uint32_t)p[i] << 16); }
+    const double *NS_RESTRICT rp = r + i0, *NS_RESTRICT bp = bfull ? b + i0 : bone;
+    for (int i = 0; i < m; i++) {
+        double ai = av[i], ri = rp[i], bi = bp[i], ar = fabs(ri);
+        int keep = ((bits_of(ai) & EXP_BITS) != EXP_BITS) & (ar < ovf) & (ri != 0.0);
+        double t = (ai - ri) / bi;
+        t = t != t ? 0.0 : t;  /* 0/0: no error */
+        t = keep ? t : 0.0;
+        t = ri < 0.0 ? -t : t;
+        t = t < -1.0 ? -1.0 : (t > 1.0 ? 1.0 : t);
+        q[i] = (t * ROW_SCALE + RINT_SHIFT) - RINT_SHIFT;
+        kf[i] = keep ? 1.0 : 0.0;
+    }
+    if (rel)
+        for (int i = 0; i < m; i++) {
+            double ri = rp[i], ar = fabs(ri), x = ar * urel / bp[i];
+            x = x != x ? 0.0 : x;
+            x = kf[i] != 0.0 ? x : 0.0;
+            x = x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x);
+            dq[i] = (x * ROW_SCALE + RINT_SHIFT) - RINT_SHIFT;
+        }
+}
+
+/* sums of m <= GROUP integer-valued doubles |x| <= 2^30 in four lanes: every partial sum is an
+ * integer below 2^53, so exact in any order */
+static inline int64_t isum_block(const double *NS_RESTRICT x, int m) {
+    NS_ALIGNED(64) double acc[8] = {0.0};
+    int i = 0;
+    for (; i + 8 <= m; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+    for (; i < m; i++) acc[0] += x[i];
+    int64_t s = 0;
+    for (int k = 0; k < 8; k++) s += (int64_t)acc[k];
+    return s;
+}
+
+MULTIVERSION static void row_run(const void *a, int akind, const double *r, const double *b, int bfull, Py_ssize_t n,
+                                 double ovf, double urel, Py_ssize_t length, Py_ssize_t first, int64_t *sums,
+                                 int64_t *kept, int64_t *dsums) {
+    NS_ALIGNED(64) double q[GROUP], kf[GROUP], dq[GROUP], bone[GROUP];
+    const int rel = urel >= 0.0;
+    for (int i = 0; i < GROUP; i++) bone[i] = b[0];  /* a single bound, broadcast */
+    if (length == 1) {  /* every element its own segment */
+        for (Py_ssize_t i0 = 0; i0 < n; i0 += GROUP) {
+            const int m = n - i0 < GROUP ? (int)(n - i0) : GROUP;
+            row_block(a, akind, r, b, bone, bfull, i0, m, ovf, urel, rel, q, kf, dq);
+            for (int i = 0; i < m; i++) { sums[i0 + i] = (int64_t)q[i]; kept[i0 + i] = (int64_t)kf[i]; }
+            for (int i = 0; i < m; i++) dsums[i0 + i] = rel ? (int64_t)dq[i] : 0;
+        }
+        return;
+    }
+    Py_ssize_t seg = 0, i0 = 0;
+    while (i0 < n) {
+        Py_ssize_t i1 = seg == 0 && first > 0 ? first : i0 + length;
+        if (i1 > n) i1 = n;
+        int64_t s = 0, k = 0, ds = 0;
+        for (Py_ssize_t j0 = i0; j0 < i1; j0 += GROUP) {
+            const int m = i1 - j0 < GROUP ? (int)(i1 - j0) : GROUP;
+            row_block(a, akind, r, b, bone, bfull, j0, m, ovf, urel, rel, q, kf, dq);
+            s += isum_block(q, m); k += isum_block(kf, m);
+            if (rel) ds += isum_block(dq, m);
+        }
+        sums[seg] = s; kept[seg] = k; dsums[seg] = ds;
+        seg++; i0 = i1;
+    }
+}
+
+static PyObject *row_sums(PyObject *self, PyObject *args) {
+    PyObject *oa, *or_, *ob, *osums, *okept, *odsums;
+    int akind;
+    double overflow, urel;
+    Py_ssize_t length, first;
+    if (!PyArg_ParseTuple(args, "OiOOddnnOOO", &oa, &akind, &or_, &ob, &overflow, &urel, &length, &first, &osums,
+                          &okept, &odsums))
+        return NULL;
+    if (akind < 0 || akind > 2 || length < 1 || first < 0 || first >= length) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.row_sums: bad akind, length or first");
+        return NULL;
+    }
+    Py_buffer va = {0}, vr = {0}, vb = {0}, vs = {0}, vk = {0}, vd = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(oa, &va, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t n = va.len / (akind == 0 ? 8 : akind == 1 ? 4 : 2);
+    Py_ssize_t nseg = (first > 0) + (n > first ? (n - first + length - 1) / length : 0);
+    if (get_f64(or_, &vr, n, "r", 0) < 0) goto done;
+    if (get_f64(ob, &vb, n, "bound", 1) < 0) goto done;
+    if (PyObject_GetBuffer(osums, &vs, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(okept, &vk, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (PyObject_GetBuffer(odsums, &vd, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (vs.len < 8 * nseg || vk.len < 8 * nseg || vd.len < 8 * nseg) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.row_sums: output arrays too small");
+        goto done;
+    }
+    {
+        const void *a = va.buf;
+        const double *r = vr.buf, *b = vb.buf;
+        const int bfull = vb.len == 8 * n;
+        int64_t *sums = vs.buf, *kept = vk.buf, *dsums = vd.buf;
+        Py_BEGIN_ALLOW_THREADS
+        row_run(a, akind, r, b, bfull, n, overflow, urel, length, first, sums, kept, dsums);
+        Py_END_ALLOW_THREADS
+        result = PyLong_FromSsize_t(nseg);
+    }
+done:
+    PyBuffer_Release(&va); PyBuffer_Release(&vr); PyBuffer_Release(&vb);
+    PyBuffer_Release(&vs); PyBuffer_Release(&vk); PyBuffer_Release(&vd);
+    return result;
+}
+
 static PyObject *constants(PyObject *self, PyObject *args) {
     return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "BLOCK", BLOCK, "WORST_K", WORST_K, "DISTINCT_BITS",
                          DISTINCT_BITS, "BINS_PER_OCTAVE", BINS_PER_OCTAVE, "LO_OCT", LO_OCT, "HI_OCT", HI_OCT,
@@ -1023,6 +1154,7 @@ static PyMethodDef methods[] = {
     {"model_eval", model_eval, METH_VARARGS, "A compiled error formula and its bound in one pass (see the module source)."},
     {"finish_bound", finish_bound, METH_VARARGS, "A reference's final bound in one pass (see the module source)."},
     {"halving_rows", halving_rows, METH_VARARGS, "Row sums by the balanced halving tree (see the module source)."},
+    {"row_sums", row_sums, METH_VARARGS, "The row_bias statistic's per-segment sums of one chunk (see the module source)."},
     {"dot_bound", dot_bound, METH_VARARGS, "The float64 GEMM bound and its slack test in one pass (see the module source)."},
 #ifdef NUMSTD_NUMPY_POOL
     {"pool_enter", pool_enter, METH_VARARGS, "pool_enter(max_bytes): install the block-reusing numpy allocator in this context."},

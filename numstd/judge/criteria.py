@@ -660,6 +660,11 @@ class Judge:
             self._groups = row_groups(groups[0], groups[1], self.shape)
         length, inner = self._groups
         n = a.size
+        if self._native is not None and a.dtype in _NATIVE_KINDS and inner == 1:
+            f0 = 0 if length == 1 else _flat_indices(chunk_index, self.shape, shape)
+            if np.ndim(f0) == 0:  # rows in a contiguous run: the compiled pass (same integers as below)
+                self._add_rows_native(a, r, b, int(f0), length, groups[2] if len(groups) > 2 else None)
+                return
         if a.dtype not in (np.float32, np.float64):  # (16-bit outputs: widened exactly)
             a = a.astype(np.float64)
         bb = np.broadcast_to(b, a.shape)
@@ -735,9 +740,39 @@ class Judge:
             (lambda x: np.add.reduceat(x.astype(np.int64), starts))
         sums = exact(q)
         dsums = np.zeros_like(sums) if dq is None else exact(dq)
+        self._add_segments(ids, seen, kept, sums, dsums, dq is not None)
+
+    def _add_rows_native(self, a: np.ndarray, r: np.ndarray, b: np.ndarray, f0: int, length: int,
+                         urel: float | None) -> None:
+        """:meth:`_add_rows` of a chunk whose elements are one contiguous run of the output (flat index
+        of the first ``f0``) and whose groups are runs of ``length`` elements, by the compiled pass
+        ``row_sums``: the same per-element integers ``q`` (and ``dq``) and the same exact group sums."""
+        n = a.size
+        first = (-f0) % length
+        starts = np.arange(first, n, length, dtype=np.int64)
+        if first:
+            starts = np.concatenate([[0], starts])
+        m = starts.size
+        out = np.empty((3, m), dtype=np.int64)
+        kind, view = _NATIVE_KINDS[a.dtype]
+        self._native.row_sums(a.view(view), kind, r, b, _overflow_threshold(self.fmt),
+                              -1.0 if urel is None else float(urel), length, first, out[0], out[1], out[2])
+        rel = urel is not None
+        if length == 1:  # every element its own group: closed at once
+            ok = out[1] > 0
+            self._close(out[0][ok], out[2][ok] if rel else None)
+            return
+        seen = np.diff(np.append(starts, n))
+        self._add_segments((f0 + starts) // length, seen, out[1], out[0], out[2], rel)
+
+    def _add_segments(self, ids: np.ndarray, seen: np.ndarray, kept: np.ndarray, sums: np.ndarray,
+                      dsums: np.ndarray, rel: bool) -> None:
+        """Close the groups that a chunk's segments (group ids ``ids``, ``seen`` elements of which
+        ``kept`` kept, integer sums ``sums``/``dsums``) complete; keep the rest open across chunks."""
+        length = self._groups[0]
         whole = seen == length
         ok = whole & (kept > 0)
-        self._close(np.floor_divide(sums[ok], kept[ok]), None if dq is None else np.floor_divide(dsums[ok], kept[ok]))
+        self._close(np.floor_divide(sums[ok], kept[ok]), np.floor_divide(dsums[ok], kept[ok]) if rel else None)
         for k in np.flatnonzero(~whole):
             acc = self._open.setdefault(int(ids[k]), [0, 0, 0, 0])
             acc[0] += int(seen[k])
@@ -746,7 +781,7 @@ class Judge:
             acc[3] += int(dsums[k])
             if acc[0] >= length:
                 del self._open[int(ids[k])]
-                self._close_open(acc, dq is not None)
+                self._close_open(acc, rel)
 
     def _close_open(self, acc: list, rel: bool) -> None:
         """Close a group gathered across chunks (``[seen, kept, Σq, Σdq]``)."""
