@@ -549,11 +549,14 @@ class Judge:
         if shifts is not None:
             self._add_shifts(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, shifts, shape)
         before = (self.compared, self.violations)
+        rows = None if row_groups is None or not native else self._native_rows(chunk_index, shape, row_groups, a.size)
         if native:
-            self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape)
+            self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape, rows)
         else:
             self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
-        if row_groups is not None:
+        if rows is not None:  # the compiled judge summed the row_bias terms in the same pass
+            self._finish_native_rows(rows, a.size)
+        elif row_groups is not None:
             # a clean chunk (every element compared, none beyond its bound) needs no mask and no clip
             clean = self.compared - before[0] == a.size and self.violations == before[1]
             self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
@@ -599,7 +602,7 @@ class Judge:
             self._push_worst(top if idx is None else idx[top], norm[top], a[top], r[top], e_ulp[top], b[top],
                              chunk_index, shape)
 
-    def _add_native(self, a, r, b, pre, kappa, chunk_index, shape) -> None:
+    def _add_native(self, a, r, b, pre, kappa, chunk_index, shape, rows: tuple | None = None) -> None:
         from ..core.ulp import _spacing_params, ulp as ulp_of
 
         n = a.size
@@ -610,7 +613,7 @@ class Judge:
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
             a.view(view), kind, r, b, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
             self._may_spill, self._seen, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
-            ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f))
+            ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f), None if rows is None else rows[0])
         cap = ws["ablk"].size
         d._abs.fill, d._signed.fill = afill, sfill
         d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
@@ -660,11 +663,6 @@ class Judge:
             self._groups = row_groups(groups[0], groups[1], self.shape)
         length, inner = self._groups
         n = a.size
-        if self._native is not None and a.dtype in _NATIVE_KINDS and inner == 1:
-            f0 = 0 if length == 1 else _flat_indices(chunk_index, self.shape, shape)
-            if np.ndim(f0) == 0:  # rows in a contiguous run: the compiled pass (same integers as below)
-                self._add_rows_native(a, r, b, int(f0), length, groups[2] if len(groups) > 2 else None)
-                return
         if a.dtype not in (np.float32, np.float64):  # (16-bit outputs: widened exactly)
             a = a.astype(np.float64)
         bb = np.broadcast_to(b, a.shape)
@@ -742,28 +740,45 @@ class Judge:
         dsums = np.zeros_like(sums) if dq is None else exact(dq)
         self._add_segments(ids, seen, kept, sums, dsums, dq is not None)
 
-    def _add_rows_native(self, a: np.ndarray, r: np.ndarray, b: np.ndarray, f0: int, length: int,
-                         urel: float | None) -> None:
-        """:meth:`_add_rows` of a chunk whose elements are one contiguous run of the output (flat index
-        of the first ``f0``) and whose groups are runs of ``length`` elements, by the compiled pass
-        ``row_sums``: the same per-element integers ``q`` (and ``dq``) and the same exact group sums."""
-        n = a.size
+    def _native_rows(self, chunk_index: tuple, shape: tuple, groups: tuple, n: int) -> tuple | None:
+        """The compiled judge's ``row_bias`` arguments for a chunk, or None where :meth:`_add_rows`
+        must do it: groups of ``length`` consecutive elements (``inner == 1``) and a chunk that is one
+        contiguous run of the output.  ``(args, starts, f0, rel)``: the judge's
+        ``(length, first, urel, sums, kept, dsums)`` (the same per-element integers ``q``, ``dq`` and
+        the same exact sums as :meth:`_add_rows`, per segment: ``[0, first)``, then runs of
+        ``length``), the segments' first positions, the chunk's first flat index."""
+        if self._groups is None:
+            self._groups = row_groups(groups[0], groups[1], self.shape)
+        length, inner = self._groups
+        if inner != 1:
+            return None
+        f0 = 0 if length == 1 else _flat_indices(chunk_index, self.shape, shape)
+        if np.ndim(f0) != 0:
+            return None
+        f0 = int(f0)
         first = (-f0) % length
-        starts = np.arange(first, n, length, dtype=np.int64)
-        if first:
-            starts = np.concatenate([[0], starts])
-        m = starts.size
+        if length == 1:
+            starts = None
+            m = n
+        else:
+            starts = np.arange(first, n, length, dtype=np.int64)
+            if first:
+                starts = np.concatenate([[0], starts])
+            m = starts.size
         out = np.empty((3, m), dtype=np.int64)
-        kind, view = _NATIVE_KINDS[a.dtype]
-        self._native.row_sums(a.view(view), kind, r, b, _overflow_threshold(self.fmt),
-                              -1.0 if urel is None else float(urel), length, first, out[0], out[1], out[2])
-        rel = urel is not None
+        urel = groups[2] if len(groups) > 2 else None
+        return ((length, first, -1.0 if urel is None else float(urel), out[0], out[1], out[2]), starts, f0,
+                urel is not None)
+
+    def _finish_native_rows(self, rows: tuple, n: int) -> None:
+        """Close or keep open the groups of the segment sums the compiled judge wrote (:meth:`_native_rows`)."""
+        (length, _first, _urel, sums, kept, dsums), starts, f0, rel = rows
         if length == 1:  # every element its own group: closed at once
-            ok = out[1] > 0
-            self._close(out[0][ok], out[2][ok] if rel else None)
+            ok = kept > 0
+            self._close(sums[ok], dsums[ok] if rel else None)
             return
         seen = np.diff(np.append(starts, n))
-        self._add_segments((f0 + starts) // length, seen, out[1], out[0], out[2], rel)
+        self._add_segments((f0 + starts) // length, seen, kept, sums, dsums, rel)
 
     def _add_segments(self, ids: np.ndarray, seen: np.ndarray, kept: np.ndarray, sums: np.ndarray,
                       dsums: np.ndarray, rel: bool) -> None:
