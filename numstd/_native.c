@@ -381,9 +381,9 @@ NS_ALWAYS_INLINE static inline void row_group(judge_state *NS_RESTRICT S, const 
     if (S->rel)
         for (int i = 0; i < m; i++) {
             double x = fabs(rp[i]) * urel / bp[i];
-            x = x != x ? 0.0 : x;
-            x = kf[i] != 0.0 ? x : 0.0;
-            x = x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x);
+            x = (kf[i] != 0.0) & (x == x) ? x : 0.0;  /* (NaN: 0) */
+            x = x > 1.0 ? 1.0 : x;
+            x = x > 0.0 ? x : 0.0;
             dq[i] = (x * ROW_SCALE + RINT_SHIFT) - RINT_SHIFT;
         }
     if (S->rlen == 1) {  /* every element its own segment */
