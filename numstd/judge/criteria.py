@@ -99,7 +99,8 @@ def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray
         judge.add(**piece)
 
 
-def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> list[dict]:
+def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple,
+                 params: Mapping[str, Any] | None = None) -> list[dict]:
     """The :meth:`Judge.add` arguments of one chunk under standard ``std``: the model's bound and
     bias term per element.
 
@@ -108,7 +109,10 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     with ``κ`` for the bias sample ``E_i ≤ κ·ulp(r_i)``.  A chunk larger than
     :data:`numstd.chunks.CONTRACTION_CHUNK` elements (callers may ask for larger chunks) is cut into
     pieces of rows of about that size, which bounds the model's temporaries; pieces come in C order,
-    so totals are unchanged.  (Pieces of ``DEFAULT_CHUNK`` kept the temporaries in cache, but the
+    so totals are unchanged.  ``params`` are the op's parameters for the whole output (the groups
+    of ``row_bias``, :func:`row_groups`, are groups of the whole output); default: the chunk
+    reference's own, which differ where the chunk is a piece of a row (its ``axis`` is the piece's).
+    (Pieces of ``DEFAULT_CHUNK`` kept the temporaries in cache, but the
     eight calls per contraction chunk cost more than that saved: a 2048³ bf16 matmul check took
     0.203–0.215 s in whole chunks vs 0.212–0.218 s in pieces, medians of 7 in 3 alternating
     processes each†, docs/benchmarks.md.)
@@ -121,7 +125,7 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     shifts = constant_shifts(std, ref)
     groups = None
     if std.criteria.row_bias:
-        groups = (std.op, dict(getattr(ref, "params", {}) or {}))
+        groups = (std.op, dict((getattr(ref, "params", {}) or {}) if params is None else params))
         if std.criteria.row_bias_rel:
             groups += (std.accumulate.u,)
     if rows <= step:
