@@ -32,6 +32,14 @@
  *   - where |r| >= smallest_normal and (no mask or epre <= kappa*u): s = sign(r)*e (sign bit
  *     xor) and s*s go to the signed streams, and the bits of a to the distinct-value bitmap (packed:
  *     bit h & 7 of byte h >> 3 for the hash h; numpy's path keeps one bool per hash).
+ *   - with rows = (length, first, urel, sums, kept, dsums) (the row_bias criterion,
+ *     numstd.criteria.Judge._add_rows is the specification): each element with a finite output
+ *     and a finite nonzero reference (|r| < overflow) gives q = rint(2^30 clip(sign(r) (a - r) / b,
+ *     -1, 1)) (0/0 -> 0) and, when urel >= 0, dq = rint(2^30 clip(|r| urel / b, 0, 1)) (NaN -> 0);
+ *     the other elements give 0 and are not kept.  The chunk is cut into segments [0, first)
+ *     (none when first = 0; all n when first >= n), then runs of length elements (the last one
+ *     possibly shorter): per segment the integer sums of q and dq and the count of kept elements go
+ *     to sums, dsums and kept (int64, exact).
  * The GIL is released for the loop.  judge_run (below) computes exactly this in two passes over
  * groups of 256 elements, the first of them vectorized.
  */
@@ -251,6 +259,10 @@ typedef struct {
     int64_t *skip, *top;
     Py_ssize_t afill, sfill, nablk, nsblk, nskip, ntop, compared, violations, scount;
     double norm_max, max_abs, topv[WORST_K];
+    /* the row_bias sums (rows = 1; see the top of the file): segment lengths, the end of the current segment,
+     * its running sums, the outputs */
+    int rows, rel; double urel; Py_ssize_t rlen, rend, rseg; int64_t rs, rk, rd;
+    int64_t *rsums, *rkept, *rdsums;
 } judge_state;
 
 /* The loop runs over groups of GROUP elements in two passes.  Pass 1 is elementwise and
@@ -289,6 +301,12 @@ typedef struct {
 #define NS_RESTRICT restrict
 #define NS_ALIGNED(n) __attribute__((aligned(n)))
 #endif
+/* helpers of judge_run that must be compiled into each of its clones (a call would run the baseline build) */
+#if defined(__GNUC__)
+#define NS_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define NS_ALWAYS_INLINE
+#endif
 
 static inline void push_top(judge_state *NS_RESTRICT S, double norm, Py_ssize_t i) {
     /* the WORST_K largest norms, sorted descending; ties keep the earlier position */
@@ -324,10 +342,75 @@ static inline void put_signed(judge_state *NS_RESTRICT S, const double *s, const
 
 static inline void mark_seen(uint8_t *seen, uint32_t h) { seen[h >> 3] |= (uint8_t)(1u << (h & 7)); }
 
+/* rint(x) for |x| < 2^51 under round-to-nearest-even, as numpy's rint: adding and removing 1.5 * 2^52
+ * rounds away the fraction (branch-free, so the loops below vectorize) */
+#define RINT_SHIFT 6755399441055744.0
+#define ROW_SCALE 1073741824.0  /* 2^30 */
+
+/* sums of m <= GROUP integer-valued doubles |x| <= 2^30 in eight lanes: every partial sum is an
+ * integer below 2^53, so exact in any order */
+static inline int64_t isum_block(const double *NS_RESTRICT x, int m) {
+    NS_ALIGNED(64) double acc[8] = {0.0};
+    int i = 0;
+    for (; i + 8 <= m; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+    for (; i < m; i++) acc[0] += x[i];
+    int64_t s = 0;
+    for (int k = 0; k < 8; k++) s += (int64_t)acc[k];
+    return s;
+}
+
+/* The row_bias terms of one group of the judge (q, kept and dq: see the top of the file), from pass 1's
+ * |a - r| / b (qraw: (a - r) / b is the same magnitude with the sign of a - r), added to the
+ * running segment sums; a segment ends every rlen elements (the first one at rend). */
+NS_ALWAYS_INLINE static inline void row_group(judge_state *NS_RESTRICT S, const double *NS_RESTRICT av, const double *NS_RESTRICT rp,
+                             const double *NS_RESTRICT bp, const double *NS_RESTRICT qraw, Py_ssize_t i0, int m,
+                             Py_ssize_t n) {
+    NS_ALIGNED(64) double q[GROUP], kf[GROUP], dq[GROUP];
+    const double ovf = S->overflow, urel = S->urel;
+    for (int i = 0; i < m; i++) {
+        double ai = av[i], ri = rp[i], d = ai - ri, ar = fabs(ri);
+        int keep = ((bits_of(ai) & EXP_BITS) != EXP_BITS) & (ar < ovf) & (ri != 0.0);
+        double t = double_of(bits_of(qraw[i]) ^ ((bits_of(d) ^ bits_of(ri)) & SIGN_BIT));  /* sign(r) (a - r) / b */
+        t = t != t ? 0.0 : t;  /* 0/0: no error */
+        t = keep ? t : 0.0;
+        t = t < -1.0 ? -1.0 : (t > 1.0 ? 1.0 : t);
+        q[i] = (t * ROW_SCALE + RINT_SHIFT) - RINT_SHIFT;
+        kf[i] = keep ? 1.0 : 0.0;
+    }
+    if (S->rel)
+        for (int i = 0; i < m; i++) {
+            double x = fabs(rp[i]) * urel / bp[i];
+            x = (kf[i] != 0.0) & (x == x) ? x : 0.0;  /* (NaN: 0) */
+            x = x > 1.0 ? 1.0 : x;
+            x = x > 0.0 ? x : 0.0;
+            dq[i] = (x * ROW_SCALE + RINT_SHIFT) - RINT_SHIFT;
+        }
+    if (S->rlen == 1) {  /* every element its own segment */
+        int64_t *NS_RESTRICT s = S->rsums + i0, *NS_RESTRICT k = S->rkept + i0, *NS_RESTRICT ds = S->rdsums + i0;
+        for (int i = 0; i < m; i++) { s[i] = (int64_t)q[i]; k[i] = (int64_t)kf[i]; }
+        if (S->rel) for (int i = 0; i < m; i++) ds[i] = (int64_t)dq[i];
+        else for (int i = 0; i < m; i++) ds[i] = 0;
+        return;
+    }
+    int j = 0;
+    while (j < m) {
+        int take = S->rend - (i0 + j) < m - j ? (int)(S->rend - (i0 + j)) : m - j;
+        S->rs += isum_block(q + j, take); S->rk += isum_block(kf + j, take);
+        if (S->rel) S->rd += isum_block(dq + j, take);
+        j += take;
+        if (i0 + j == S->rend) {
+            S->rsums[S->rseg] = S->rs; S->rkept[S->rseg] = S->rk; S->rdsums[S->rseg] = S->rd;
+            S->rseg++; S->rs = S->rk = S->rd = 0;
+            S->rend = S->rend + S->rlen < n ? S->rend + S->rlen : n;
+        }
+    }
+}
+
 MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
     judge_state state = *out, *NS_RESTRICT S = &state;  /* a local copy: the stores into the buffers cannot alias it */
     NS_ALIGNED(64) double av[GROUP], bone[GROUP], eone[GROUP], up[GROUP];
-    NS_ALIGNED(64) double nrm[GROUP], aes[GROUP], sv[GROUP], sv2[GROUP];
+    NS_ALIGNED(64) double nrm[GROUP], aes[GROUP], sv[GROUP], sv2[GROUP], qraw[GROUP];
     NS_ALIGNED(64) uint32_t hs[GROUP];
     NS_ALIGNED(64) uint8_t fl[GROUP];
     NS_ALIGNED(64) int64_t bn[GROUP];
@@ -362,6 +445,7 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
             unsigned ok = ((ab & EXP_BITS) != EXP_BITS) & (ar < ovf);
             double d = ai - ri, err = fabs(d), q = err / bp[i];
             nrm[i] = q != q ? (err == 0.0 ? 0.0 : INFINITY) : q;  /* 0/0 -> 0, x/NaN -> inf */
+            qraw[i] = q;
             /* e = d / 2^k as d * 2^-k (the same correctly rounded scaling) where 2^k and 2^-k are
              * both normal; elsewhere (ue - 1 >= 2045) pass 2 divides */
             double x = d * double_of(((2046ULL - ue) & 0x7FF) << 52);
@@ -373,6 +457,7 @@ MULTIVERSION static void judge_run(judge_state *out, Py_ssize_t n) {
             unsigned f = ok | (ok & sg) << 1 | (ok & redo) << 2;
             fl[i] = (uint8_t)f; all &= f; any |= f;
         }
+        if (S->rows) row_group(S, av, rp, bp, qraw, i0, m, n);
         {
             const int64_t *nbits = (const int64_t *)nrm, *abits = (const int64_t *)aes;
             for (int i = 0; i < m; i++) {
@@ -451,16 +536,26 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     Py_ssize_t afill, sfill;
     int akind;  /* the output's storage: 0 float64, 1 float32, 2 bfloat16 (read as uint16) */
     double uscale, ulo;  /* ulp(r) = max(2^floor(log2|r|) uscale, ulo): numstd.ulp._spacing_params */
-    if (!PyArg_ParseTuple(args, "OiOOOdddpOOOnOnOOOOdd", &oa, &akind, &or_, &ob, &oe, &kappa, &smallest_normal,
+    /* rows: None, or (length, first, urel, sums, kept, dsums): also the row_bias sums (top of the file) */
+    PyObject *orows = Py_None, *orsums = NULL, *orkept = NULL, *ordsums = NULL;
+    Py_ssize_t rlen = 1, rfirst = 0;
+    double urel = -1.0;
+    if (!PyArg_ParseTuple(args, "OiOOOdddpOOOnOnOOOOdd|O", &oa, &akind, &or_, &ob, &oe, &kappa, &smallest_normal,
                           &overflow, &may_spill, &oseen, &ohist, &oabuf, &afill, &osbuf, &sfill, &oablk, &osblk,
-                          &oskip, &otop, &uscale, &ulo))
+                          &oskip, &otop, &uscale, &ulo, &orows))
         return NULL;
+    int have_rows = orows != Py_None;
+    if (have_rows && !PyArg_ParseTuple(orows, "nndOOO", &rlen, &rfirst, &urel, &orsums, &orkept, &ordsums)) return NULL;
+    if (have_rows && (rlen < 1 || rfirst < 0 || rfirst >= rlen)) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.judge: bad row length or first");
+        return NULL;
+    }
     if (!thresholds_set) {
         PyErr_SetString(PyExc_RuntimeError, "numstd._native: set_thresholds was not called");
         return NULL;
     }
     Py_buffer va = {0}, vr = {0}, vb = {0}, ve = {0}, vseen = {0}, vhist = {0}, vabuf = {0}, vsbuf = {0},
-              vablk = {0}, vsblk = {0}, vskip = {0}, vtop = {0};
+              vablk = {0}, vsblk = {0}, vskip = {0}, vtop = {0}, vrs = {0}, vrk = {0}, vrd = {0};
     PyObject *result = NULL;
     int have_e = oe != Py_None;
     if (akind < 0 || akind > 2) {
@@ -484,6 +579,16 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     if (PyObject_GetBuffer(osblk, &vsblk, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
     if (PyObject_GetBuffer(oskip, &vskip, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
     if (PyObject_GetBuffer(otop, &vtop, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (have_rows) {
+        Py_ssize_t nseg = (rfirst > 0) + (n > rfirst ? (n - rfirst + rlen - 1) / rlen : 0);
+        if (PyObject_GetBuffer(orsums, &vrs, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (PyObject_GetBuffer(orkept, &vrk, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (PyObject_GetBuffer(ordsums, &vrd, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (vrs.len < 8 * nseg || vrk.len < 8 * nseg || vrd.len < 8 * nseg) {
+            PyErr_SetString(PyExc_ValueError, "numstd._native.judge: row sums arrays too small");
+            goto done;
+        }
+    }
     Py_ssize_t need = n / BLOCK + 1, cap = vsblk.len / 16;  /* s sums at [0, cap), s*s sums at [cap, 2 cap) */
     if ((uint64_t)n >= (1ULL << 32)) {  /* the sub-histograms count in 32 bits */
         PyErr_SetString(PyExc_ValueError, "numstd._native.judge: judge at most 2^32 - 1 elements per call");
@@ -504,6 +609,11 @@ static PyObject *judge(PyObject *self, PyObject *args) {
         S.seen = vseen.buf; S.skip = vskip.buf; S.top = vtop.buf;
         S.abuf = vabuf.buf; S.sbuf = vsbuf.buf; S.s2buf = (double *)vsbuf.buf + BLOCK; S.afill = afill; S.sfill = sfill;
         S.ablk = vablk.buf; S.sblk = vsblk.buf; S.s2blk = (double *)vsblk.buf + cap;
+        if (have_rows) {
+            S.rows = 1; S.rel = urel >= 0.0; S.urel = urel; S.rlen = rlen;
+            S.rend = rfirst > 0 ? (rfirst < n ? rfirst : n) : (rlen < n ? rlen : n);
+            S.rsums = vrs.buf; S.rkept = vrk.buf; S.rdsums = vrd.buf;
+        }
         int64_t *hist = vhist.buf;
         /* four interleaved sub-histograms: consecutive errors often share a bin, and one counter
          * would make every increment wait for the previous store */
@@ -522,6 +632,9 @@ done:
     if (have_e) PyBuffer_Release(&ve);
     PyBuffer_Release(&vseen); PyBuffer_Release(&vhist); PyBuffer_Release(&vabuf); PyBuffer_Release(&vsbuf);
     PyBuffer_Release(&vablk); PyBuffer_Release(&vsblk); PyBuffer_Release(&vskip); PyBuffer_Release(&vtop);
+    if (vrs.obj) PyBuffer_Release(&vrs);
+    if (vrk.obj) PyBuffer_Release(&vrk);
+    if (vrd.obj) PyBuffer_Release(&vrd);
     return result;
 }
 

@@ -197,6 +197,52 @@ def test_native_and_numpy_agree_on_float64_spills():
     assert res[0] == res[1]
 
 
+def _row_totals(native: bool, fmt_name: str, chunks, rows: int, length: int, groups: tuple, stored: bool):
+    """The ``row_bias`` totals of ``chunks`` (flat runs of a (rows, length) output), each cut at row
+    boundaries and fed as (row, slice) pieces, as check feeds rows cut into pieces."""
+    f = get_format(fmt_name)
+    j = Judge(f, (rows, length), native=native)
+    for a, r, b, _pre, _u, sl in chunks:
+        if stored:
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = a.astype(f.dtype)
+        lo, hi = sl.start, sl.stop
+        for row in range(lo // length, (hi - 1) // length + 1):
+            c0, c1 = max(lo, row * length), min(hi, (row + 1) * length)
+            bb = b[:1].copy() if b.size == 1 else b[c0 - lo:c1 - lo]
+            j.add(a[c0 - lo:c1 - lo], r[c0 - lo:c1 - lo], bb, (row, slice(c0 - row * length, c1 - row * length)),
+                  row_groups=groups)
+    return repr(j.result().row_bias)
+
+
+@needs_native
+@pytest.mark.parametrize("fmt_name", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("rate", [1.0, 0.0])
+@pytest.mark.parametrize("groups", [("softmax", {"axis": -1}), ("layer_norm", {}), ("sum", {}),
+                                    ("softmax", {"axis": -1}, 2.0**-24), ("matmul", {}, 2.0**-24)])
+def test_native_and_numpy_row_bias_agree_bit_for_bit(fmt_name, rate, groups):
+    # the compiled row_sums against the numpy path of Judge._add_rows: non-finite outputs and
+    # references, zero references, zero and NaN bounds, rows split across chunks, with and
+    # without the u_acc·|r|/B term (row_bias_rel), the output as float64 and as stored
+    chunks = list(_chunks(fmt_name, 7, n=5000, rate=rate))
+    for stored in (False, True):
+        want = _row_totals(False, fmt_name, chunks, 20, 250, groups, stored)
+        assert _row_totals(True, fmt_name, chunks, 20, 250, groups, stored) == want
+    # clean chunks (every element within its bound, none skipped: the numpy path's fast branches),
+    # references of both signs and of one sign, and a single broadcast bound
+    rng = np.random.default_rng(8)
+    f = get_format(fmt_name)
+    for sign in (1.0, -1.0, None):
+        r = rng.uniform(0.5, 2.0, 5000) * (rng.choice([-1.0, 1.0], 5000) if sign is None else sign)
+        b = np.full(5000, 2.0 ** -(f.p - 2))
+        a = np.asarray(round_to(r + b * rng.uniform(-0.9, 0.9, 5000), f), dtype=np.float64)
+        for bound in (b, b[:1].copy()):
+            clean = [(a[i0:i0 + 1250], r[i0:i0 + 1250], bound if bound.size == 1 else bound[i0:i0 + 1250], None, None,
+                      slice(i0, i0 + 1250)) for i0 in range(0, 5000, 1250)]
+            want = _row_totals(False, fmt_name, clean, 20, 250, groups, True)
+            assert _row_totals(True, fmt_name, clean, 20, 250, groups, True) == want
+
+
 @needs_native
 @pytest.mark.parametrize("op, shape, kw", [("exp", (3000,), {}), ("softmax", (37, 300), {"axis": -1}),
                                          ("matmul", (70, 300), {})])

@@ -146,7 +146,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     def pieces_of(prepared: tuple) -> tuple:  # the model's terms: on the worker, or beside the judge
         ch, ref, env = prepared
         out = act[ch.out_index]
-        return chunk_pieces(std, env, ref, out, ch.out_index), hull_violations(std, ref, out)  # (the judge widens the output)
+        return chunk_pieces(std, env, ref, out, ch.out_index, ref_params), hull_violations(std, ref, out)  # (the judge widens the output)
 
     chunk = min(chunk_size or default_chunk(spec.kind), max(1, int(np.prod(shape, dtype=object))))
     # 16-bit arithmetic can make a standard's bound reach the result's own magnitude (a sequential

@@ -99,7 +99,8 @@ def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray
         judge.add(**piece)
 
 
-def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> list[dict]:
+def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple,
+                 params: Mapping[str, Any] | None = None) -> list[dict]:
     """The :meth:`Judge.add` arguments of one chunk under standard ``std``: the model's bound and
     bias term per element.
 
@@ -108,7 +109,10 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     with ``κ`` for the bias sample ``E_i ≤ κ·ulp(r_i)``.  A chunk larger than
     :data:`numstd.chunks.CONTRACTION_CHUNK` elements (callers may ask for larger chunks) is cut into
     pieces of rows of about that size, which bounds the model's temporaries; pieces come in C order,
-    so totals are unchanged.  (Pieces of ``DEFAULT_CHUNK`` kept the temporaries in cache, but the
+    so totals are unchanged.  ``params`` are the op's parameters for the whole output (the groups
+    of ``row_bias``, :func:`row_groups`, are groups of the whole output); default: the chunk
+    reference's own, which differ where the chunk is a piece of a row (its ``axis`` is the piece's).
+    (Pieces of ``DEFAULT_CHUNK`` kept the temporaries in cache, but the
     eight calls per contraction chunk cost more than that saved: a 2048³ bf16 matmul check took
     0.203–0.215 s in whole chunks vs 0.212–0.218 s in pieces, medians of 7 in 3 alternating
     processes each†, docs/benchmarks.md.)
@@ -121,7 +125,7 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     shifts = constant_shifts(std, ref)
     groups = None
     if std.criteria.row_bias:
-        groups = (std.op, dict(getattr(ref, "params", {}) or {}))
+        groups = (std.op, dict((getattr(ref, "params", {}) or {}) if params is None else params))
         if std.criteria.row_bias_rel:
             groups += (std.accumulate.u,)
     if rows <= step:
@@ -549,11 +553,14 @@ class Judge:
         if shifts is not None:
             self._add_shifts(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, shifts, shape)
         before = (self.compared, self.violations)
+        rows = None if row_groups is None or not native else self._native_rows(chunk_index, shape, row_groups, a.size)
         if native:
-            self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape)
+            self._add_native(a, r, b, pre, bias_kappa, chunk_index, shape, rows)
         else:
             self._add_numpy(a, r, b, u, pre, bias_kappa, chunk_index, shape)
-        if row_groups is not None:
+        if rows is not None:  # the compiled judge summed the row_bias terms in the same pass
+            self._finish_native_rows(rows, a.size)
+        elif row_groups is not None:
             # a clean chunk (every element compared, none beyond its bound) needs no mask and no clip
             clean = self.compared - before[0] == a.size and self.violations == before[1]
             self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
@@ -599,7 +606,7 @@ class Judge:
             self._push_worst(top if idx is None else idx[top], norm[top], a[top], r[top], e_ulp[top], b[top],
                              chunk_index, shape)
 
-    def _add_native(self, a, r, b, pre, kappa, chunk_index, shape) -> None:
+    def _add_native(self, a, r, b, pre, kappa, chunk_index, shape, rows: tuple | None = None) -> None:
         from ..core.ulp import _spacing_params, ulp as ulp_of
 
         n = a.size
@@ -610,7 +617,7 @@ class Judge:
         (compared, violations, norm_max, max_abs, scount, afill, nab, sfill, nsb, nskip, ntop) = self._native.judge(
             a.view(view), kind, r, b, pre, float(kappa), float(f.smallest_normal), _overflow_threshold(f),
             self._may_spill, self._seen, d._hist, d._abs.buf, d._abs.fill, d._signed.buf, d._signed.fill,
-            ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f))
+            ws["ablk"], ws["sblk"], ws["skip"], ws["top"], *_spacing_params(f), None if rows is None else rows[0])
         cap = ws["ablk"].size
         d._abs.fill, d._signed.fill = afill, sfill
         d._abs.extend(ws["ablk"][:nab].reshape(1, -1))
@@ -741,9 +748,56 @@ class Judge:
             (lambda x: np.add.reduceat(x.astype(np.int64), starts))
         sums = exact(q)
         dsums = np.zeros_like(sums) if dq is None else exact(dq)
+        self._add_segments(ids, seen, kept, sums, dsums, dq is not None)
+
+    def _native_rows(self, chunk_index: tuple, shape: tuple, groups: tuple, n: int) -> tuple | None:
+        """The compiled judge's ``row_bias`` arguments for a chunk, or None where :meth:`_add_rows`
+        must do it: groups of ``length`` consecutive elements (``inner == 1``) and a chunk that is one
+        contiguous run of the output.  ``(args, starts, f0, rel)``: the judge's
+        ``(length, first, urel, sums, kept, dsums)`` (the same per-element integers ``q``, ``dq`` and
+        the same exact sums as :meth:`_add_rows`, per segment: ``[0, first)``, then runs of
+        ``length``), the segments' first positions, the chunk's first flat index."""
+        if self._groups is None:
+            self._groups = row_groups(groups[0], groups[1], self.shape)
+        length, inner = self._groups
+        if inner != 1:
+            return None
+        f0 = 0 if length == 1 else _flat_indices(chunk_index, self.shape, shape)
+        if np.ndim(f0) != 0:
+            return None
+        f0 = int(f0)
+        first = (-f0) % length
+        if length == 1:
+            starts = None
+            m = n
+        else:
+            starts = np.arange(first, n, length, dtype=np.int64)
+            if first:
+                starts = np.concatenate([[0], starts])
+            m = starts.size
+        out = np.empty((3, m), dtype=np.int64)
+        urel = groups[2] if len(groups) > 2 else None
+        return ((length, first, -1.0 if urel is None else float(urel), out[0], out[1], out[2]), starts, f0,
+                urel is not None)
+
+    def _finish_native_rows(self, rows: tuple, n: int) -> None:
+        """Close or keep open the groups of the segment sums the compiled judge wrote (:meth:`_native_rows`)."""
+        (length, _first, _urel, sums, kept, dsums), starts, f0, rel = rows
+        if length == 1:  # every element its own group: closed at once
+            ok = kept > 0
+            self._close(sums[ok], dsums[ok] if rel else None)
+            return
+        seen = np.diff(np.append(starts, n))
+        self._add_segments((f0 + starts) // length, seen, kept, sums, dsums, rel)
+
+    def _add_segments(self, ids: np.ndarray, seen: np.ndarray, kept: np.ndarray, sums: np.ndarray,
+                      dsums: np.ndarray, rel: bool) -> None:
+        """Close the groups that a chunk's segments (group ids ``ids``, ``seen`` elements of which
+        ``kept`` kept, integer sums ``sums``/``dsums``) complete; keep the rest open across chunks."""
+        length = self._groups[0]
         whole = seen == length
         ok = whole & (kept > 0)
-        self._close(np.floor_divide(sums[ok], kept[ok]), None if dq is None else np.floor_divide(dsums[ok], kept[ok]))
+        self._close(np.floor_divide(sums[ok], kept[ok]), np.floor_divide(dsums[ok], kept[ok]) if rel else None)
         for k in np.flatnonzero(~whole):
             acc = self._open.setdefault(int(ids[k]), [0, 0, 0, 0])
             acc[0] += int(seen[k])
@@ -752,7 +806,7 @@ class Judge:
             acc[3] += int(dsums[k])
             if acc[0] >= length:
                 del self._open[int(ids[k])]
-                self._close_open(acc, dq is not None)
+                self._close_open(acc, rel)
 
     def _close_open(self, acc: list, rel: bool) -> None:
         """Close a group gathered across chunks (``[seen, kept, Σq, Σdq]``)."""
