@@ -559,11 +559,9 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
 
 
 def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
-    from ..judge.criteria import Judge, evaluate, hull_violations, judge_chunk, row_groups
+    from ..judge.criteria import Judge, evaluate, hull_violations, judge_chunk
 
     judge = Judge(std.output, p.shape, std.criteria.signed_zero)
-    if std.criteria.row_bias:
-        judge.set_row_groups(row_groups(std.op, p.params, p.shape))
     if actual.shape != p.shape:
         from ..judge.verdict import CriterionResult
         from ..core.distribution import UlpDistribution

@@ -23,7 +23,7 @@ import numpy as np
 from .._version import __version__
 from ..core.arrays import to_numpy
 from .chunks import DEFAULT_CHUNK, chunk_params, default_chunk, plan, prefetch
-from .criteria import Judge, chunk_pieces, evaluate, hull_violations, row_groups
+from .criteria import Judge, chunk_pieces, evaluate, hull_violations
 from ..core.distribution import UlpDistribution
 from ..core.errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
 from ..core.native import pool
@@ -121,8 +121,6 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         return _early_fail(std, op, shape, act_fmt, record, problem, "dtype" if act_problem else "shape")
 
     judge = Judge(std.output, shape, std.criteria.signed_zero)
-    if std.criteria.row_bias:  # groups from the whole output's parameters (a chunk's reference has local axes)
-        judge.set_row_groups(row_groups(op, full, shape))
     fmts = {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]}
     cache: dict = {}  # shared operands converted once for all chunks (contractions)
 

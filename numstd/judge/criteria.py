@@ -658,12 +658,6 @@ class Judge:
             q = np.rint(np.clip(s, -_SHIFT_CLIP, _SHIFT_CLIP) * _SHIFT_SCALE).astype(np.int64)
             self._shift_sum[name] = self._shift_sum.get(name, 0) + int(q.sum())
 
-    def set_row_groups(self, groups: tuple[int, int]) -> None:
-        """Fix the ``row_bias`` groups ``(L, inner)`` (:func:`row_groups` of the whole output's op,
-        parameters and shape) before the first chunk; without it they come from the first chunk's
-        reference parameters, which are the whole output's only when the chunk is the whole output."""
-        self._groups = (int(groups[0]), int(groups[1]))
-
     def _add_rows(self, a, r, b, chunk_index, shape, groups, clean: bool = False) -> None:
         """Add a chunk to the ``row_bias`` statistic: ``t_i = sign(r_i)·(a_i − r_i)/B_i`` clipped to
         [−1, 1] in integers of 2^-30 over the finite elements with a nonzero finite reference,
