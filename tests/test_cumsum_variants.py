@@ -234,3 +234,26 @@ def test_bad_variant_parameters_and_masks_say_what_is_allowed():
         reference("cumsum", [x, np.full((2, 5), 2, np.int64)])
     with pytest.raises(ParameterError, match="unknown parameter"):
         reference("cumsum", [x], reversed=True)
+
+
+def test_corpus_on_a_masked_case_legit_within_the_reference_bound_scale_and_bugs_far_outside():
+    # every legitimate scan of the corpus runs on x·mask: within 4·K·u·Σ|x·mask| of the exact masked
+    # sums (fractions), and the variant-ignoring bug (the plain scan of x) is far outside
+    from numstd.catalog.suites import make_case
+    from numstd.core.formats import FORMATS
+    from numstd.corpus import variants_for
+
+    case = make_case("cumsum", (4, 300), "normal+mask", 5, ["float32"], {"axis": -1})
+    x, mask = case.inputs
+    exact = np.array([[float(s) for s in _exact_row(x[i], mask[i], False, False)[0]] for i in range(4)])
+    absm = np.cumsum(np.abs(x.astype(np.float64) * mask), axis=-1)
+    tol = 4 * 300 * 2.0**-24 * absm + 2.0**-24 * np.abs(exact)
+    f32 = FORMATS["float32"]
+    full = {"axis": 1, "reverse": False, "exclusive": False}
+    for v in variants_for("cumsum"):
+        y = np.asarray(v.fn([x, mask], full, f32, f32, 11), np.float64)
+        err = np.abs(y - exact)
+        if v.legit:
+            assert (err <= tol).all(), v.name
+        elif v.name == "variant-ignored":
+            assert v.applicable([x, mask], full, f32) and (err > 100 * tol).any()
