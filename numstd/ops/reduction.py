@@ -1,5 +1,11 @@
 """Reductions and scans: ``sum``, ``mean``, ``cumsum`` and the exact extrema ``amax``, ``amin``.
 
+``cumsum`` has three variants (issue 18 item 5): ``reverse=True`` (suffix sums), ``exclusive=True``
+(``x[i]`` itself left out, ``y[0] = 0``) and an optional boolean ``mask`` input (the scan of
+``x * mask``).  They are :attr:`~numstd.ops.entry.OpInfo.variant_params`: only a standard whose
+selector names a variant judges it (NS-CUMSUM-REVERSE/EXCLUSIVE/MASKED-*), so the NS-CUMSUM-*@1
+published for the plain scan keep their meaning (docs/methodology.md §7).
+
 Reference: :mod:`numstd.reference.reduction` (double-double pairwise sums and blocked scans);
 variants: :mod:`numstd.corpus.reductions`.
 

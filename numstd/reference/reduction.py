@@ -11,7 +11,9 @@ With ``u = 2**-53``, ``S = sum |x|`` over the summands of an output and the doub
   (``check``'s chunks of long rows, :class:`~numstd.reference.RowPiece`) continues the scan from
   the carried state of the piece before it — the offset of its first block, the running ``S`` and
   the running plain sum — so its elements get the bits of the whole scan (the blocks of ``ceil(sqrt
-  n)`` depend only on the row length ``n``, never on the cut).
+  n)`` depend only on the row length ``n``, never on the cut).  The variants (``reverse``,
+  ``exclusive``, a 0/1 ``mask``) scan an exactly transformed input (:func:`_effective`) and flip
+  the result back for ``reverse``; a reverse piece is the mirrored piece of the flipped rows.
 
 The ``|lo|`` term is at most ``u |values|``; the second is below ``2**-90 S`` for any axis shorter
 than ``2**20``, so the reference stays accurate to far below a float32 ulp even when the sum
