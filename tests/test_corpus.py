@@ -58,7 +58,8 @@ CASES: dict[str, list] = {
             ((4, 16, 20), {"axis": (1, 2), "keepdims": True}, BF, BF), ((16, 50), {}, F32, F32)],
     "mean": [((256, 150), {"axis": -1}, BF, BF), ((64, 300), {"axis": -1}, F32, F32),
              ((48, 40), {"axis": -1}, BF, BF), ((4, 16, 20), {"axis": (0, 2)}, F32, F32)],
-    "cumsum": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32)],
+    "cumsum": [((24, 300), {"axis": -1}, BF, BF), ((300, 8), {"axis": 0}, F32, F32),
+               ((24, 300), {"axis": -1, "reverse": True}, F32, F32), ((300, 8), {"axis": 0, "exclusive": True}, BF, BF)],
     **{op: [((64, 200), {"axis": -1}, BF, BF), ((64, 200), {"axis": -1}, F32, F32),
             ((8, 16, 16), {"axis": (0, 2), "keepdims": True}, "float16", "float16"), ((300,), {}, F32, F32)]
        for op in EXTREMA},
@@ -237,9 +238,16 @@ def _reference(op, arr, p, out, name=""):
     if op in EXTREMA:  # exact: any other value is at least one ulp away
         r = (np.max if op == "amax" else np.min)(a[0], axis=p["axis"], keepdims=p["keepdims"])
         return r, 0.25 * ulp(r, out)
-    if op == "cumsum":
-        x = a[0]
-        r, absr = np.cumsum(x, axis=p["axis"]), np.cumsum(np.abs(x), axis=p["axis"])
+    if op == "cumsum":  # (reverse: the suffix sums; exclusive: the strict prefix, x shifted by one)
+        x = np.moveaxis(np.asarray(a[0], np.float64), p["axis"], -1)
+        if p.get("reverse"):
+            x = x[..., ::-1]
+        if p.get("exclusive"):
+            x = np.concatenate([np.zeros_like(x[..., :1]), x[..., :-1]], axis=-1)
+        r, absr = np.cumsum(x, axis=-1), np.cumsum(np.abs(x), axis=-1)
+        if p.get("reverse"):
+            r, absr = r[..., ::-1], absr[..., ::-1]
+        r, absr, x = (np.moveaxis(t, -1, p["axis"]) for t in (r, absr, x))
         K = x.shape[p["axis"]]
         return r, 2 * (K + 2) * U * absr + rho * ulp(r, out)
     if op == "cumprod":  # K - 1 roundings of a relative error <= u each (Higham 2002 §3.1)

@@ -170,7 +170,7 @@ def test_unknown_parameter_suggests_the_right_name():
 def test_defaults_are_filled():
     assert validate("softmax", [f32(2, 3, 4)], {})[2] == {"axis": 2}
     assert validate("log_softmax", [f32(2, 3, 4)], {"axis": -2})[2] == {"axis": 1}
-    assert validate("cumsum", [f32(5)], {})[2] == {"axis": 0}
+    assert validate("cumsum", [f32(5)], {})[2] == {"axis": 0, "reverse": False, "exclusive": False}
     assert validate("sum", [f32(5)], {})[2] == {"axis": None, "keepdims": False}
     assert validate("gelu", [f32(5)], {})[2] == {"approximate": "none"}
     assert validate("cross_entropy", [f32(2, 3), np.array([0, 2])], {})[2] == {"reduction": "mean"}

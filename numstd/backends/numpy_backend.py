@@ -150,6 +150,12 @@ def _conv(x: np.ndarray, w: np.ndarray, b: Any, p: dict, transpose: bool = False
     return np.moveaxis(y.reshape((x.shape[0],) + g.out_size + (g.c_out,)), -1, 1)
 
 
+def _cumsum(x: np.ndarray, mask: np.ndarray | None, p: dict) -> np.ndarray:
+    from .scans import numpy_cumsum
+
+    return numpy_cumsum(x, mask, axis=p["axis"], reverse=p.get("reverse", False), exclusive=p.get("exclusive", False))
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf
 
@@ -163,7 +169,7 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "conv_transpose": lambda a, p: _conv(a[0], a[1], a[2], p, transpose=True),
     "sum": lambda a, p: np.sum(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "mean": lambda a, p: np.mean(a[0], axis=p["axis"], keepdims=p["keepdims"]),
-    "cumsum": lambda a, p: np.cumsum(a[0], axis=p["axis"]),
+    "cumsum": lambda a, p: _cumsum(a[0], a[1] if len(a) > 1 else None, p),
     "amax": lambda a, p: np.max(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "amin": lambda a, p: np.min(a[0], axis=p["axis"], keepdims=p["keepdims"]),
     "softmax": lambda a, p: _softmax(a[0], p["axis"]),

@@ -44,10 +44,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DISTRIBUTIONS", "Case", "make_case", "cases_for", "draw"]
+__all__ = ["DISTRIBUTIONS", "MASKED", "Case", "make_case", "cases_for", "draw"]
 
 DISTRIBUTIONS = ("normal", "uniform", "uniform01", "heavy", "offset", "large", "rowscale", "wide", "smallvar", "specials",
                  "ties", "nonfinite")
+
+
+#: suffix of a cumsum distribution whose cases also draw a boolean ``mask`` (each element kept with
+#: probability 1/2, drawn after x): ``"normal+mask"`` (the masked-cumsum standards' suites)
+MASKED = "+mask"
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,9 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
             inputs = [x, rm, rv, w, b]
         else:
             inputs = [x, w, b]
+    elif op == "cumsum" and distribution.endswith(MASKED):  # (x from the base distribution, then a mask)
+        x = q(draw(rng, shape, distribution[:-len(MASKED)], fmt(0)), 0)
+        inputs = [x, rng.random(shape) < 0.5]
     elif op in ("layer_norm", "rms_norm"):
         x = q(draw(rng, shape, distribution, fmt(0)), 0)
         w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)

@@ -13,7 +13,9 @@ a 1 % scale error, a mean divided by ``K - 1`` or by the length of one axis only
 decoupled look-back and of Triton/NKI chunked scans), Hillis & Steele's log-step scan, Blelloch's
 work-efficient up-/down-sweep scan, torch CPU.  Bugs: running sum in the output format or in
 bfloat16, an exclusive scan, chunks scanned without their carries, a reversed (suffix) scan, the
-last chunk left unscanned, truncation, a 1 % scale error, zeros.
+last chunk left unscanned, truncation, a 1 % scale error, zeros.  The variants (``reverse``,
+``exclusive``, ``mask``; numstd.ops.reduction) run every scan above on the variant's input (masked,
+flipped, shifted by one: exact) and flip the result back; one more bug ignores the variant.
 
 References: Higham, *Accuracy and Stability of Numerical Algorithms* (2002), ch. 4; Hillis &
 Steele, "Data parallel algorithms", CACM 29(12), 1986; Blelloch, "Prefix sums and their
@@ -295,6 +297,26 @@ def _blelloch(x: np.ndarray, w: Work) -> np.ndarray:
     return w.q(a[..., :K] + x)
 
 
+def _variant_input(x: np.ndarray, inputs: list, params: Mapping[str, Any]) -> tuple[np.ndarray, bool]:
+    """The scan axis (last) of the variant's input: ``x * mask``, flipped for ``reverse``, shifted right
+    by one (a zero in front) for ``exclusive`` — all exact in the working format, as a kernel that
+    loads its input masked, reversed or offset by one — and whether the result is flipped back."""
+    mask = inputs[1] if len(inputs) > 1 else None
+    if mask is not None:
+        x = x * to_last(np.asarray(mask), params.get("axis", -1)).astype(x.dtype)
+    reverse = bool(params.get("reverse", False))
+    if reverse:
+        x = x[..., ::-1]
+    if params.get("exclusive", False):
+        x = np.concatenate([np.zeros_like(x[..., :1]), x[..., :-1]], axis=-1)
+    return x, reverse
+
+
+def _is_variant(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """``observable`` of the variant-ignoring bug: a variant is asked for."""
+    return bool(params.get("reverse") or params.get("exclusive") or (len(inputs) > 1 and inputs[1] is not None))
+
+
 def _scan(name: str, family: str, legit: bool, description: str, applies: Callable | None = None,
           mode: str = "rne", observable: Callable | None = None) -> Callable:
     """Register ``core(x (scan axis last, working dtype), w: Work, out) -> scan`` for cumsum."""
@@ -303,9 +325,10 @@ def _scan(name: str, family: str, legit: bool, description: str, applies: Callab
         def run(inputs, params, out, acc, seed):
             axis = params.get("axis", -1)
             w = Work(acc)
-            x = to_last(w.load(inputs[0]), axis)
             with np.errstate(all="ignore"):
+                x, reverse = _variant_input(to_last(w.load(inputs[0]), axis), inputs, params)
                 y = core(np.ascontiguousarray(x), w, out)
+                y = y[..., ::-1] if reverse else y
                 return finish(from_last(f64(y), axis), out, mode, seed)
 
         variant("cumsum", name, family, legit, description, applies, observable)(run)
@@ -343,7 +366,12 @@ def _cs_blelloch(x, w, out):
 def _torch_cumsum(inputs, params, out, acc, seed):
     import torch
 
-    y = torch.cumsum(to_torch(inputs[0]), dim=int(params.get("axis", -1)))
+    from ..backends.scans import torch_cumsum
+
+    mask = inputs[1] if len(inputs) > 1 else None
+    y = torch_cumsum(to_torch(inputs[0]), None if mask is None else torch.from_numpy(np.asarray(mask)),
+                     dim=int(params.get("axis", -1)), reverse=bool(params.get("reverse", False)),
+                     exclusive=bool(params.get("exclusive", False)))
     return finish(from_torch(y), out)
 
 
@@ -388,6 +416,20 @@ def _cs_no_carries(x, w, out):
        "a suffix scan y_i = sum_{j>=i} x_j (the scan direction reversed, e.g. a reverse=True flag)")
 def _cs_reversed(x, w, out):
     return _running(x[..., ::-1], w)[..., ::-1]
+
+
+def _cs_variant_ignored(inputs, params, out, acc, seed):
+    """The plain inclusive forward scan of x, whatever reverse, exclusive and mask ask for."""
+    axis = params.get("axis", -1)
+    w = Work(acc)
+    with np.errstate(all="ignore"):
+        y = _running(np.ascontiguousarray(to_last(w.load(inputs[0]), axis)), w)
+        return finish(from_last(f64(y), axis), out)
+
+
+variant("cumsum", "variant-ignored", "scan", False,
+        "reverse, exclusive and mask ignored: the inclusive forward cumsum of x returned for the variant asked "
+        "for (observable only where one is asked for)", observable=_is_variant)(_cs_variant_ignored)
 
 
 @_scan("dropped-tail-block", "dropped-tile", False,

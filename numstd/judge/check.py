@@ -87,9 +87,17 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (list, tuple)):
         inputs = [inputs]
-    selectors = {k: params.pop(k) for k in list(params) if k in selector_params(op)}
+    from ..ops import get_op
+
+    try:
+        op_params = get_op(op).params
+    except NumstdError:
+        op_params = {}  # (validate raises the error with its fix)
+    # (a selector that is also an op parameter, a variant's flag, stays a parameter too)
+    selectors = {k: (params[k] if k in op_params else params.pop(k)) for k in list(params) if k in selector_params(op)}
     spec, arrays, full = validate(op, list(inputs), dict(params))
     op = spec.name  # (the catalog's spelling: "Exp" is exp)
+    selectors.update(_variant_selectors(spec, arrays, full))
     shape = tuple(output_shape(op, arrays, full))
     chunk_size = _chunk_size(chunk_size)
     _check_selectors(op, selectors)
@@ -103,6 +111,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         if std.op != op:
             raise ParameterError(f"standard {std.key} is for op {std.op!r}, not {op!r}; drop standard= or pick one for {op}")
         _check_inputs_match(std, in_fmts)
+        _check_variant_covered(std, _variant_selectors(spec, arrays, full))
         if policy is not None and policy != std.policy:
             raise ParameterError(f"standard {std.key} has policy {std.policy!r}, not {policy!r}; drop one of "
                                  "standard= and policy=")
@@ -197,6 +206,30 @@ def _accumulate(value: Any) -> Any:
         return get_format(value)
     except NumstdError as exc:
         raise ParameterError(f"accumulate={value!r} is not a floating-point format: {exc}") from None
+
+
+def _variant_selectors(spec: Any, arrays: list, full: dict) -> dict:
+    """The op's variant parameters that are set (True) and optional variant inputs that are given
+    (``mask``: True), as selectors: only a standard that selects a variant judges it
+    (:attr:`numstd.ops.entry.OpInfo.variant_params`), so a standard published before it keeps its
+    meaning."""
+    out = {}
+    for name in spec.variant_params:
+        if name in full:
+            if full[name]:
+                out[name] = True
+        elif name in spec.inputs and arrays[spec.inputs.index(name)] is not None:
+            out[name] = True
+    return out
+
+
+def _check_variant_covered(std: Any, variants: dict) -> None:
+    """An explicit standard judges a variant (cumsum's reverse, exclusive, mask) only if it selects it."""
+    missing = [k for k in variants if std.selector.get(k) is not True]
+    if missing:
+        raise ParameterError(
+            f"standard {std.key} does not cover {std.op} with {', '.join(missing)} (it was calibrated for "
+            f"{dict(std.selector) or 'the plain op'}); drop standard= to let numstd choose a standard for this variant")
 
 
 def _check_selectors(op: str, selectors: dict) -> None:

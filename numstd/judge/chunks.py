@@ -109,7 +109,7 @@ def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, 
     """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
     if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss",
               "group_norm", "instance_norm", "batch_norm", *POOLING) or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
-        if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
+        if pos == 0 or (op in ("cross_entropy", "mse_loss", "cumsum") and pos == 1):  # (cumsum's mask)
             return idx
         if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias
             return idx[-1:]
@@ -197,7 +197,8 @@ def plan(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_
             if j == reduced:
                 from ..reference import RowPiece
 
-                whole = [arr[tuple(prefix)] if pos == 0 else None for pos, arr in enumerate(inputs)]  # (the rows' x)
+                whole = [arr[tuple(prefix)] if pos == 0 or (op == "cumsum" and arr is not None) else None
+                         for pos, arr in enumerate(inputs)]  # (the rows' x; cumsum: and its mask)
                 piece = RowPiece(whole, sl.start, sl.stop, tuple(prefix))
             yield Chunk(idx + tuple(slice(None) for _ in out_shape[j + 1:]), ins, tuple(prefix), j, start, row0, piece)
 

@@ -129,6 +129,11 @@ def _as_array(x: Any, name: str) -> np.ndarray:
 def _check_dtype(spec: OpInfo, pos: int, arr: np.ndarray) -> None:
     label = f"{spec.name}: inputs[{pos}] ({spec.inputs[pos]})"
     if pos in spec.integer_inputs:
+        if spec.name == "cumsum":  # (its mask: booleans, or 0/1 integers)
+            if arr.dtype.kind not in "biu":
+                raise DtypeError(f"{label} has dtype {arr.dtype}; cumsum's mask is boolean (or integers 0 and 1): "
+                                 "pass mask.astype(bool)")
+            return
         if arr.dtype.kind not in "iu":
             raise DtypeError(
                 f"{label} has dtype {arr.dtype}; cross_entropy takes integer class indices "

@@ -139,6 +139,12 @@ class OpInfo:
         clamped, up to ``6|x|``).  The reference passes it as the aux term ``spillmag``; standards
         whose criteria set ``intermediate_overflow`` allow non-finite outputs where it reaches the
         accumulate format's overflow threshold (:func:`numstd.judge.criteria.spill_mask`).
+    variant_params : tuple of str
+        Parameters (bool, default False) and optional inputs that make a variant of the op
+        (cumsum's ``reverse``, ``exclusive``, ``mask``): ``check`` passes each one that is set (an
+        optional input: given) to the registry as a selector too, so only a standard whose
+        ``selector`` names it judges that variant; standards published before the variant existed
+        keep their meaning.
     """
 
     name: str
@@ -161,6 +167,7 @@ class OpInfo:
     variants: tuple = ()
     constants: Mapping[str, Callable[[Mapping[str, Any]], float] | None] = field(default_factory=dict)
     spill: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray] | None = None
+    variant_params: tuple[str, ...] = ()
 
     @property
     def n_required(self) -> int:

@@ -1,5 +1,11 @@
 """Reductions and scans: ``sum``, ``mean``, ``cumsum`` and the exact extrema ``amax``, ``amin``.
 
+``cumsum`` has three variants (issue 18 item 5): ``reverse=True`` (suffix sums), ``exclusive=True``
+(``x[i]`` itself left out, ``y[0] = 0``) and an optional boolean ``mask`` input (the scan of
+``x * mask``).  They are :attr:`~numstd.ops.entry.OpInfo.variant_params`: only a standard whose
+selector names a variant judges it (NS-CUMSUM-REVERSE/EXCLUSIVE/MASKED-*), so the NS-CUMSUM-*@1
+published for the plain scan keep their meaning (docs/methodology.md §7).
+
 Reference: :mod:`numstd.reference.reduction` (double-double pairwise sums and blocked scans);
 variants: :mod:`numstd.corpus.reductions`.
 
@@ -19,7 +25,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ..core.errors import ShapeError
+import numpy as np
+
+from ..core.errors import ParameterError, ShapeError
 from ._shapes import at_least_1d
 from .entry import Call, OpInfo, entry
 
@@ -56,6 +64,32 @@ def _extremum(name: str, np_name: str, what: str) -> OpInfo:
                "numpy": Call(f"numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"})})
 
 
+def _VARIANT_ARGS(axis_name: str) -> dict:
+    """The keyword arguments of numstd.backends.scans' cumsum functions (framework name -> numstd's)."""
+    return {axis_name: "axis", "reverse": "reverse", "exclusive": "exclusive"}
+
+
+def _flag(op: str, value: Any) -> bool:
+    """``reverse``/``exclusive``: True or False (not 1, not "yes")."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"{op}: reverse and exclusive must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _cumsum_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    """x's shape (1-D or more); a mask must have x's shape and hold only 0/1 (or booleans)."""
+    shape = at_least_1d(spec, a, p)
+    mask = a[1] if len(a) > 1 else None
+    if mask is not None:
+        if mask.shape != a[0].shape:
+            raise ShapeError(f"cumsum: mask has shape {mask.shape}, x has {a[0].shape}; the mask must have x's shape "
+                             "(broadcast it first: np.broadcast_to(mask, x.shape))")
+        if mask.dtype.kind != "b" and not np.isin(mask, (0, 1)).all():
+            raise ParameterError("cumsum: mask must be boolean (or integers 0 and 1); the masked cumsum sums x * mask, "
+                                 "pass mask.astype(bool)")
+    return shape
+
+
 ENTRIES: tuple[OpInfo, ...] = (
     entry("sum", "reduction", ("x",), 0, {"axis": None, "keepdims": False}, (
         's = sum of x over axis (numpy.sum): axis None (all axes), an int or a tuple of ints.'
@@ -67,11 +101,18 @@ ENTRIES: tuple[OpInfo, ...] = (
           shape=_reduced_shape, reference="reduction:mean", corpus="reductions", terms=("abssum", "K")),
     _extremum("amax", "max", "the maximum"),
     _extremum("amin", "min", "the minimum"),
-    entry("cumsum", "scan", ("x",), 0, {"axis": -1}, (
+    entry("cumsum", "scan", ("x", "mask"), 1, {"axis": -1, "reverse": False, "exclusive": False}, (
         'inclusive prefix sums along axis: y[..., i] = sum_{j <= i} x[..., j]. Unlike numpy '
         '(which flattens when axis is None) the default is the last axis, as in torch.cumsum '
-        'with dim=-1; axis must be an int.'
+        'with dim=-1; axis must be an int. Variants (numstd.ops.scan): reverse=True sums the '
+        'suffix j >= i (torch.flip(torch.cumsum(torch.flip(x, [d]), d), [d])), exclusive=True leaves '
+        'out x[i] itself (j < i; y[0] = 0), and an optional boolean mask of x\'s shape sums '
+        'x * mask (NaN * False is NaN, as torch.cumsum(x * mask) gives). Only standards that '
+        'select a variant judge it.'
     ),
-          shape=at_least_1d, reference="reduction:cumsum", corpus="reductions", terms=("abssum", "K"),
-          calls={"torch": Call("torch.cumsum", {"dim": "axis"}), "jax": Call("jax.numpy.cumsum", {"axis": "axis"})}),
+          shape=_cumsum_shape, reference="reduction:cumsum", corpus="reductions", terms=("abssum", "K"),
+          integer_inputs=(1,), param_checks={"reverse": _flag, "exclusive": _flag},
+          variant_params=("reverse", "exclusive", "mask"),
+          calls={"torch": Call("numstd.backends.scans.torch_cumsum", _VARIANT_ARGS("dim")),
+                 "jax": Call("numstd.backends.scans.jax_cumsum", _VARIANT_ARGS("axis"))}),
 )

@@ -11,7 +11,9 @@ With ``u = 2**-53``, ``S = sum |x|`` over the summands of an output and the doub
   (``check``'s chunks of long rows, :class:`~numstd.reference.RowPiece`) continues the scan from
   the carried state of the piece before it — the offset of its first block, the running ``S`` and
   the running plain sum — so its elements get the bits of the whole scan (the blocks of ``ceil(sqrt
-  n)`` depend only on the row length ``n``, never on the cut).
+  n)`` depend only on the row length ``n``, never on the cut).  The variants (``reverse``,
+  ``exclusive``, a 0/1 ``mask``) scan an exactly transformed input (:func:`_effective`) and flip
+  the result back for ``reverse``; a reverse piece is the mirrored piece of the flipped rows.
 
 The ``|lo|`` term is at most ``u |values|``; the second is below ``2**-90 S`` for any axis shorter
 than ``2**20``, so the reference stays accurate to far below a float32 ulp even when the sum
@@ -127,9 +129,34 @@ def mean(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, d
             {"abssum": _keep(S / K, x.shape, axes, kd), "K": np.asarray(float(K))})
 
 
+def _effective(x: Any, mask: Any, axis: int, reverse: bool, exclusive: bool) -> np.ndarray:
+    """The input whose inclusive forward scan along ``axis`` is the variant's scan, in float64 (exact:
+    ``x * mask`` with a 0/1 mask, a flip for ``reverse``, a shift right by one for ``exclusive``)."""
+    x = np.asarray(x, dtype=np.float64)
+    if mask is not None:
+        with np.errstate(invalid="ignore"):
+            x = x * np.asarray(mask, dtype=np.float64)  # (NaN * 0 is NaN, as torch's x * mask)
+    if reverse:
+        x = np.flip(x, axis)
+    if exclusive:
+        x = np.moveaxis(x, axis, -1)
+        x = np.moveaxis(np.concatenate([np.zeros_like(x[..., :1]), x[..., :-1]], axis=-1), -1, axis)
+    return x
+
+
 def cumsum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Reference of ``cumsum(x, axis)``; see the module docstring for the bound."""
+    """Reference of ``cumsum(x, axis)`` and its variants; see the module docstring for the bound.
+
+    ``reverse``, ``exclusive`` and ``mask`` are exact transformations of the input (:func:`_effective`)
+    followed by the inclusive forward scan, whose result is flipped back for ``reverse``; ``K`` counts
+    the terms of x that each output sums (``i`` for an exclusive scan, ``n - i`` for a reverse one,
+    0-based ``i``) and ``abssum`` is their ``sum |x|`` (masked-out terms add 0).
+    """
     axis = params["axis"]
+    reverse, exclusive = bool(params.get("reverse", False)), bool(params.get("exclusive", False))
+    mask = arrays[1] if len(arrays) > 1 else None
+    if reverse or exclusive or mask is not None:
+        return _variant(arrays, params, mask, axis, reverse, exclusive)
     if params.get("_piece") is not None:
         return _cumsum_piece(params["_piece"], axis, params.get("_cache"))
     x = np.asarray(arrays[0], dtype=np.float64)
@@ -144,6 +171,33 @@ def cumsum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     k_shape = [1] * x.ndim
     k_shape[axis] = n
     K = np.arange(1, n + 1, dtype=np.float64).reshape(k_shape)
+    return hi, bound, {"abssum": S, "K": K}
+
+
+def _variant(arrays: list, params: dict, mask: Any, axis: int, reverse: bool, exclusive: bool) -> tuple:
+    """:func:`cumsum` of a variant: the forward scan of the transformed input (whole rows, or the
+    piece of them that ``params["_piece"]`` names: for ``reverse`` the piece ``[start, stop)`` is the
+    piece ``[n - stop, n - start)`` of the flipped rows, whose carried state is rebuilt by
+    :func:`_cumsum_piece`, since pieces come in increasing ``start``)."""
+    from . import RowPiece
+
+    piece = params.get("_piece")
+    if piece is None:
+        x = _effective(arrays[0], mask, axis, reverse, exclusive)
+        hi, bound, aux = cumsum(op="cumsum", arrays=[x], params={"axis": axis})
+    else:
+        whole = piece.whole
+        wmask = whole[1] if len(whole) > 1 else None
+        x = _effective(whole[0], wmask, axis, reverse, exclusive)
+        n = x.shape[axis]
+        start, stop = (n - piece.stop, n - piece.start) if reverse else (piece.start, piece.stop)
+        sub = RowPiece([x], start, stop, ("variant", reverse, exclusive, piece.key))
+        hi, bound, aux = _cumsum_piece(sub, axis, params.get("_cache"))
+    K = np.asarray(aux["K"]) - (1.0 if exclusive else 0.0)  # (the shifted-in zero is no term of x)
+    if reverse:
+        hi, bound, S, K = (np.flip(a, axis) for a in (hi, bound, aux["abssum"], K))
+    else:
+        S = aux["abssum"]
     return hi, bound, {"abssum": S, "K": K}
 
 
