@@ -571,3 +571,54 @@ def test_cross_entropy_of_long_rows_is_judged_in_bounded_memory():
         tracemalloc.stop()
     assert v.passed, v.message
     assert peak < 1.0 * x.nbytes, peak
+
+
+@pytest.mark.parametrize("op", ["matmul", "linear"])
+def test_contraction_verdict_is_the_same_for_every_chunk_size_with_k_longer_than_the_block(monkeypatch, op):
+    # K_BLOCK lowered to 64: K = 300 is five blocks (the last one 44 long); rows 5 and 6 cancel against
+    # columns 0 and 1, so stages 2 and 3 run in blocks too; good, truncated and corrupted outputs
+    from numstd.formats import round_to
+    from numstd.reference import contraction, reference
+
+    monkeypatch.setattr(contraction, "K_BLOCK", 64)
+    g = np.random.default_rng(21)
+    a = g.standard_normal((40, 300)).astype(np.float32)
+    a[5] = a[6]
+    b = g.standard_normal((300, 20)).astype(np.float32)
+    b[:, 1] = -b[:, 0] * (1 + 2.0**-20)
+    inputs = [a, b] if op == "matmul" else [a, b.T.copy(), g.standard_normal(20).astype(np.float32)]
+    r = reference(op, inputs).values
+    outs = {"round": round_to(r, "float32"), "rtz": round_to(r, "float32", "rtz")}
+    outs["corrupt"] = outs["round"].copy()
+    outs["corrupt"][6, 1] *= np.float32(1.001)
+    for name, out in outs.items():
+        verdicts = {c: numstd.check(out, op=op, inputs=inputs, chunk_size=c).to_json() for c in (1, 7, 300, 1 << 22)}
+        assert len(set(verdicts.values())) == 1, name
+    assert numstd.check(outs["round"], op=op, inputs=inputs).passed
+    assert not numstd.check(outs["corrupt"], op=op, inputs=inputs).passed
+
+
+def test_matmul_with_a_long_k_is_judged_in_bounded_memory():
+    # A (16, K) @ B (K, 16): the reference widened all of A and B to float64 and padded A's 16 rows
+    # to a 256-row BLAS block (~23x the inputs at K = 2^21, benchmarks/perf/bench_memory.py --op
+    # matmul); it now widens one K block (contraction.K_BLOCK) at a time, so the extra memory is
+    # the same for K = 2^16 and K = 2^18 (8 MiB and 32 MiB of inputs)
+    import tracemalloc
+
+    g = np.random.default_rng(14)
+    peaks = {}
+    for k in (1 << 16, 1 << 18):
+        a = g.standard_normal((16, k)).astype(np.float32)
+        b = g.standard_normal((k, 16)).astype(np.float32)
+        out = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+        numstd.check(out, op="matmul", inputs=[a, b])  # (imports, registry)
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            v = numstd.check(out, op="matmul", inputs=[a, b])
+            peaks[k] = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+        assert v.passed, v.message
+    assert peaks[1 << 18] < peaks[1 << 16] + (1 << 21), peaks
+    assert peaks[1 << 18] < 0.75 * (a.nbytes + b.nbytes), peaks

@@ -983,6 +983,91 @@ def _row_chunks_equal(op: str, inputs: list, sliced: tuple[int, ...], params: di
                     np.testing.assert_array_equal(v, whole.aux[name][idx], err_msg=f"{op} {name} rows {sl}")
 
 
+
+def _count_k_blocks(monkeypatch: pytest.MonkeyPatch, block: int) -> list:
+    """Set contraction.K_BLOCK to ``block`` and record every K block the reference widens."""
+    monkeypatch.setattr(contraction, "K_BLOCK", block)
+    seen: list = []
+    real = contraction._k_pairs
+
+    def spy(a, b, bias=None, sel=None):  # noqa: ANN001, ANN202
+        for pair in real(a, b, bias, sel):
+            seen.append(pair[0].shape[-1])
+            yield pair
+    monkeypatch.setattr(contraction, "_k_pairs", spy)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_matmul_in_k_blocks_is_within_its_bound_of_the_exact_product(monkeypatch, dtype):
+    # K = 250 in blocks of 16 (the last one 10 long): cancelling rows (stage 2 on every row, stage 3
+    # where it stays loose) and a wide dynamic range, against the exact mpmath dot product
+    seen = _count_k_blocks(monkeypatch, 16)
+    g = rng(50)
+    A, B = _cancelling_product(g, 5, 250, 4, dtype)
+    A[3] = _wide(g, (250,)).astype(dtype)
+    A[4, 100:] = 0  # exact zeros in a row
+    r = reference("matmul", [A, B])
+    assert seen and max(seen) == 16 and 10 in seen  # widened one K block at a time
+    with mpmath.workprec(PREC):
+        assert_bounded(r, _mp_matmul(A, B), tight=MM_TIGHT, floor=2.0**-90 * r.aux["absdot"])
+    exact = _exact_abs_product(A, B)
+    assert np.all(r.aux["absdot"] >= exact) and np.all(r.aux["absdot"] <= exact * (1 + 2.01 * 250 * 2.0**-53))
+    assert float(r.aux["K"]) == 250
+
+
+def test_contraction_k_block_stages_2_and_3_hold_their_bounds(monkeypatch):
+    # the blocked stage 2 and stage 3 called directly on every element (bias included) against mpmath
+    monkeypatch.setattr(contraction, "K_BLOCK", 16)
+    g = rng(51)
+    A, B = _cancelling_product(g, 7, 90, 6)
+    A = A.astype(np.float64) * 10.0 ** g.integers(-3, 3, (7, 1))
+    B = B.astype(np.float64)
+    bias = g.standard_normal(6)
+    rows = np.array([0, 2, 3, 6])
+    v, lo, err = contraction._ozaki_blocked(A, B, bias, rows, rows)
+    i, j = np.nonzero(np.ones((7, 6), bool))
+    v3, b3 = contraction._exact_dots_blocked(A, B, bias, i, j)
+    with mpmath.workprec(PREC):
+        exact = _mp_matmul(A, B, bias)
+        for q, r_ in enumerate(rows):
+            for c in range(6):
+                assert abs(mpmath.mpf(v[q, c]) - exact[r_, c]) <= np.abs(lo[q, c]) + err[q, c]
+        for e, (r_, c) in enumerate(zip(i, j)):
+            assert abs(mpmath.mpf(v3[e]) - exact[r_, c]) <= b3[e]
+    # the same order of bound as one block: stage 2 about 2**-15 of stage 1, stage 3 near u^2
+    stage1 = contraction.gamma(91) * (np.abs(A) @ np.abs(B) + np.abs(bias))
+    assert np.all(np.abs(lo) + err < stage1[rows] * 2.0**-15 + 2.0**-52 * np.abs(v))
+    assert np.all(b3 <= 2.0**-100 * stage1.ravel() / contraction.gamma(91) + 2.0**-53 * np.abs(v3))
+
+
+def test_linear_in_k_blocks_with_cancelling_bias(monkeypatch):
+    seen = _count_k_blocks(monkeypatch, 32)
+    g = rng(52)
+    x = g.standard_normal((3, 2, 100)).astype(np.float32)
+    W = g.standard_normal((5, 100)).astype(np.float32)
+    b = -(x[0, 0].astype(np.float64) @ W.T.astype(np.float64)).astype(np.float32)  # row (0, 0) cancels
+    r = reference("linear", [x, W, b])
+    assert seen and max(seen) == 32
+    assert r.values.shape == (3, 2, 5) and float(r.aux["K"]) == 100
+    with mpmath.workprec(PREC):
+        exact = np.stack([_mp_matmul(x[i], W.T, b) for i in range(3)])
+        assert_bounded(r, exact, tight=MM_TIGHT, floor=2.0**-90 * r.aux["absdot"])
+
+
+def test_contraction_references_in_k_blocks_do_not_depend_on_the_row_chunking(monkeypatch):
+    monkeypatch.setattr(contraction, "K_BLOCK", 64)
+    g = rng(53)
+    A = g.standard_normal((2, 40, 300)).astype(np.float32)
+    A[:, 5] = A[:, 6]  # cancelling rows against a B with opposite columns
+    B = g.standard_normal((300, 20)).astype(np.float32)
+    B[:, 1] = -B[:, 0] * (1 + 2.0**-20)
+    _row_chunks_equal("matmul", [A, B], (0,), {})
+    W = g.standard_normal((12, 300)).astype(np.float32)
+    _row_chunks_equal("linear", [A[0], W, g.standard_normal(12).astype(np.float32)], (0,), {})
+    bf = A[0].astype(ml_dtypes.bfloat16)
+    _row_chunks_equal("matmul", [bf, B.astype(ml_dtypes.bfloat16)], (0,), {})
+
 _PADDED_MATMUL_CHUNKS = """
 import numpy as np
 from numstd.reference import contraction

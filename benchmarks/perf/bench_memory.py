@@ -21,7 +21,13 @@ Reductions: ``--op sum`` / ``mean`` reduce all of ``x`` (output: numpy's float32
 to float32; the norms without weight and bias, eps 1e-5); ``--op cross_entropy`` takes rows of
 ``2^--log2row`` logits (classes) with random targets, ``reduction="none"``.
 
+Contractions: ``--op matmul`` takes ``A (16, 2^--log2k) @ B (2^--log2k, 16)`` (default K = 2^21:
+128 MiB each in float32) of standard normal values rounded to ``--dtype`` (``float32`` or
+``bfloat16``); the output is the float64 product rounded to float32 (bf16 for bf16 inputs).  The
+fraction's denominator is then ``A.nbytes + B.nbytes``.
+
     python benchmarks/perf/bench_memory.py [--op exp] [--log2n 24] [--log2row 20]
+    python benchmarks/perf/bench_memory.py --op matmul [--log2k 21] [--dtype bfloat16]
 """
 
 from __future__ import annotations
@@ -66,14 +72,22 @@ def main() -> int:
     p.add_argument("--op", default="exp")
     p.add_argument("--log2n", type=int, default=24)
     p.add_argument("--log2row", type=int, default=20, help="softmax rows: 2^N elements each")
+    p.add_argument("--log2k", type=int, default=21, help="matmul: K = 2^N")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="matmul inputs")
     args = p.parse_args()
 
     import numpy as np
 
-    import numstd
-    from numstd.chunks import DEFAULT_CHUNK
-
     rng = np.random.default_rng(3)
+    if args.op == "matmul":
+        from numstd.formats import round_to
+
+        k = 1 << args.log2k
+        a = round_to(rng.standard_normal((16, k), dtype=np.float32), args.dtype)
+        b = round_to(rng.standard_normal((k, 16), dtype=np.float32), args.dtype)
+        input_bytes = a.nbytes + b.nbytes
+        out = round_to(a.astype(np.float64) @ b.astype(np.float64), args.dtype)
+        return _measure(args, [a, b], out, {}, input_bytes, [16, k, 16])
     x = rng.standard_normal(1 << args.log2n, dtype=np.float32)
     if args.op in ("log", "sqrt", "rsqrt"):
         x = np.abs(x) + np.float32(1e-3)
@@ -113,6 +127,14 @@ def main() -> int:
         out = getattr(np, args.op)(x) if args.op in ("exp", "log", "tanh", "sqrt") else x.copy()
 
     inputs = [x, target] if args.op == "cross_entropy" else [x]
+    return _measure(args, inputs, out, params, x.nbytes, list(x.shape))
+
+
+def _measure(args: argparse.Namespace, inputs: list, out: object, params: dict, input_bytes: int,
+             shape: list) -> int:
+    """Warm up, then measure one ``check`` call (module docstring); print the JSON line."""
+    import numstd
+    from numstd.chunks import DEFAULT_CHUNK
 
     def run() -> bool:
         return numstd.check(out, op=args.op, inputs=inputs, **params).passed
@@ -133,13 +155,14 @@ def main() -> int:
     pool_peak = pooled()[2] if pooled else 0  # (the most bytes it kept at once; numpy data held: [4])
     traced = max(0, peak - base) + pool_peak
     rss = _rss_extra(run)
-    frac = traced / x.nbytes
+    frac = traced / input_bytes
     emit({
-        "benchmark": "memory", "op": args.op, "shape": list(x.shape), "elements": int(x.size), "input_bytes": int(x.nbytes),
+        "benchmark": "memory", "op": args.op, "shape": shape, "dtype": str(getattr(inputs[0], "dtype", "")),
+        "input_bytes": int(input_bytes),
         "chunk_elements": DEFAULT_CHUNK, "passed": passed, "tracemalloc_peak_bytes": int(traced - pool_peak),
         "pool_peak_bytes": int(pool_peak),
         "fraction": round(frac, 4), "rss_peak_extra_bytes": rss,
-        "rss_fraction": None if rss is None else round(rss / x.nbytes, 4),
+        "rss_fraction": None if rss is None else round(rss / input_bytes, 4),
         "target_fraction": TARGET_FRACTION, "ok": frac <= TARGET_FRACTION,
     })
     return 0 if frac <= TARGET_FRACTION else 1

@@ -45,6 +45,12 @@ above is taken per row, and every BLAS call goes through :func:`padded_matmul` (
 a multiple of 16, K in blocks of 256 added in order), with which OpenBLAS computes each element in
 the same order whatever the chunk — multithreaded too (verified in ``tests/test_reference.py``;
 another BLAS may not promise this).
+
+Long contractions: with ``K >`` :data:`K_BLOCK` every stage runs over fixed K blocks (boundaries
+from ``K`` alone), widening one block of ``A`` and ``B`` at a time, and adds the block results in
+block order; the per-row splitting exponents of stage 2 are the maxima over the blocks.  The
+extra memory is then one block's, whatever ``K`` (``benchmarks/perf/bench_memory.py --op
+matmul``), and the results still do not depend on the row chunking.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ from ..core.native import compiled
 from ..core.summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
 __all__ = ["matmul", "linear", "dot", "dot_dd", "padded_matmul", "operand", "abs_product", "gamma", "FLAG_FRACTION",
-           "EXACT_PER_ROW", "ROW_BLOCK"]
+           "EXACT_PER_ROW", "ROW_BLOCK", "K_BLOCK"]
 
 FLAG_FRACTION: float = 2.0**-10
 """Elements whose bound exceeds this fraction of their float32 ulp are refined."""
@@ -71,6 +77,16 @@ EXACT_PER_ROW: int = 64
 
 ROW_BLOCK: int = 256
 """Every BLAS call of a reference sees exactly this many rows, at their absolute positions."""
+
+K_BLOCK: int = 8192
+"""Products with more than this many terms (``K``) are computed in K blocks of this many terms.
+
+The blocks ``[0, K_BLOCK), [K_BLOCK, 2 K_BLOCK), …`` depend on ``K`` only, and only one block of
+``A`` and ``B`` is widened to float64 at a time (:func:`_k_pairs`), so the reference of a long
+contraction needs memory for one block, not for the whole operands.  Block results are added in
+block order, which is one more summation order of the ``K`` products: every bound of the module
+docstring holds as stated (see :func:`_ozaki_blocked`, :func:`_exact_dots_blocked`).  Products
+with ``K <= K_BLOCK`` are computed exactly as before (one block)."""
 
 _TINY = 2.0**-1074
 
@@ -284,6 +300,139 @@ def _exact_dots(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, i: np.nda
     return vals, bnds
 
 
+def _k_pairs(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None, sel: np.ndarray | None = None):
+    """``(a block, b block)`` in float64 for each K block (:data:`K_BLOCK`) in order, then the bias.
+
+    Only the yielded block is widened; ``sel`` picks rows of ``a`` (per block, so the selected
+    rows are never copied whole).  With ``bias`` a last one-term block ``(ones, bias)`` follows.
+    """
+    K = a.shape[-1]
+    for k0 in range(0, K, K_BLOCK):
+        ab = a[..., k0:k0 + K_BLOCK]
+        if sel is not None:
+            ab = ab[..., sel, :]
+        yield np.asarray(ab, dtype=np.float64), np.asarray(b[..., k0:k0 + K_BLOCK, :], dtype=np.float64)
+    if bias is not None:
+        m = a.shape[-2] if sel is None else len(sel)
+        yield (np.ones(a.shape[:-2] + (m, 1)),
+               np.broadcast_to(np.asarray(bias, dtype=np.float64), b.shape[:-2] + (1, b.shape[-1])))
+
+
+def _accumulate(total: np.ndarray | None, part: np.ndarray) -> np.ndarray:
+    """``total + part`` in place (``part`` itself for the first block)."""
+    if total is None:
+        return part
+    total += part
+    return total
+
+
+def _dot_blocked(A: np.ndarray, B: np.ndarray, row0: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 1 of ``A @ B`` in K blocks: ``(values, an upper bound on |A| @ |B|)``.
+
+    The block products are added in block order: one summation order of the ``K`` products, so
+    ``gamma_K |A||B| + K 2**-1074`` bounds ``values`` and :func:`_inflate` with ``K`` terms makes
+    the float64 sum of ``|A_b| @ |B_b|`` an upper bound, as for one GEMM.
+    """
+    values = absum = None
+    for ab, bb in _k_pairs(A, B):
+        values = _accumulate(values, padded_matmul(ab, bb, row0))
+        absum = _accumulate(absum, padded_matmul(np.abs(ab), np.abs(bb), row0))
+    return values, _inflate(absum, A.shape[-1], U, 2.0**-1022)
+
+
+def _ozaki_blocked(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, rows: np.ndarray,
+                   sel: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_ozaki` in K blocks (rows ``sel`` of ``a``, all when None), one block widened at a time.
+
+    The splitting exponents come from the maxima over all of K, taken as the maximum of the block
+    maxima (exact), so every block is split at the same ``sigma_i``, ``sigma_j`` as the whole
+    would be.  ``T1``'s running sums over the blocks are partial sums of the ``K`` products of
+    ``A1 B1``, exact as in :func:`_ozaki`; ``fl(A1 Br)`` and ``fl(Ar B)`` summed over the blocks are
+    each a ``K``-term sum in one order (``gamma_K``), added once at the end (``u |T2|``): the bound
+    of :func:`_ozaki`, with the float64 sums of ``|A1|`` and ``|B|`` enlarged by ``2 gamma_K`` to
+    cover their own rounding.
+    """
+    K = a.shape[-1] + (bias is not None)
+    if a.size == 0 or b.size == 0:
+        return None
+    c = (53 + max(1, math.ceil(math.log2(K))) + 1) // 2
+    amax = bmax = None
+    for ab, bb in _k_pairs(a, b, bias, sel):
+        ma, mb = np.max(np.abs(ab), axis=-1), np.max(np.abs(bb), axis=-2)
+        amax = ma if amax is None else np.maximum(amax, ma)
+        bmax = mb if bmax is None else np.maximum(bmax, mb)
+    ea = np.frexp(amax)[1].astype(np.int64)
+    eb = np.frexp(bmax)[1].astype(np.int64)
+    if ea.max() + c > 1023 or eb.max() + c > 1023 or ea.min() + eb.min() + 2 * c - 106 < -1074:
+        return None
+    sa = np.ldexp(1.0, ea + c)[..., :, None]
+    sb = np.ldexp(1.0, eb + c)[..., None, :]
+    t1 = t2a = t2b = suma = sumb = None
+    for ab, bb in _k_pairs(a, b, bias, sel):
+        a1 = ab + sa
+        a1 -= sa
+        ar = ab - a1
+        b1 = bb + sb
+        b1 -= sb
+        br = bb - b1
+        t1 = _accumulate(t1, padded_matmul(a1, b1, rows=rows))  # exact
+        t2a = _accumulate(t2a, padded_matmul(a1, br, rows=rows))
+        t2b = _accumulate(t2b, padded_matmul(ar, bb, rows=rows))
+        suma = _accumulate(suma, np.sum(np.abs(a1), axis=-1))
+        sumb = _accumulate(sumb, np.sum(np.abs(bb), axis=-2))
+    t2 = t2a
+    t2 += t2b
+    hi, lo = two_sum(t1, t2)
+    err = np.abs(t2, out=t2)
+    err *= U
+    ga = np.ldexp(1.0, ea + c - 53)
+    gb = np.ldexp(1.0, eb + c - 53)
+    m = suma[..., :, None] * gb[..., None, :]
+    m += ga[..., :, None] * sumb[..., None, :]
+    m *= gamma(K) * (1.0 + 2.0 * gamma(K))
+    err += m
+    err += K * 2.0 * _TINY
+    return hi, lo, err
+
+
+def _exact_dots_blocked(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, i: np.ndarray, j: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_exact_dots` in K blocks: a double-double pairwise sum per block, then of the blocks.
+
+    A block's ``(hi, lo)`` is within ``DD_C d1 u^2 S_b`` of its exact sum (``d1`` the depth of a
+    block's tree, ``S_b`` the block's ``sum |p|``); the pairwise sum of the block results (depth
+    ``d2``) adds at most ``DD_C d2 u^2 sum |hi_b + lo_b|``, and ``|hi_b + lo_b| <= S_b (1 + 2**-100)``,
+    so ``DD_C (d1 + d2) u^2 S`` bounds the whole (``S`` enlarged by ``2**-40`` for its own rounding
+    and that factor).  ``d1``, ``d2`` and the blocks depend on ``K`` only.
+    """
+    K = a.shape[1]
+    starts = range(0, K, K_BLOCK)
+    nb = len(starts) + (bias is not None)
+    vals = np.empty(len(i))
+    bnds = np.empty(len(i))
+    step = max(1, (1 << 20) // K_BLOCK)
+    for s in range(0, len(i), step):
+        ii, jj = i[s:s + step], j[s:s + step]
+        H = np.zeros((len(ii), nb))
+        L = np.zeros((len(ii), nb))
+        S = np.zeros(len(ii))
+        d1 = 0
+        for q, k0 in enumerate(starts):
+            p, e = two_prod(np.asarray(a[ii, k0:k0 + K_BLOCK], dtype=np.float64),
+                            np.asarray(b[k0:k0 + K_BLOCK, jj], dtype=np.float64).T)
+            H[:, q], L[:, q], d = pairwise_sum(p, -1, lo=e)
+            d1 = max(d1, d)
+            S += np.sum(np.abs(p), axis=1)
+        if bias is not None:
+            H[:, -1] = bias[jj]
+            S += np.abs(bias[jj])
+        hi, lo, d2 = pairwise_sum(H, -1, lo=L)
+        vals[s:s + step] = hi
+        bnds[s:s + step] = (np.abs(lo) + DD_C * (d1 + d2) * U * U * (S * (1.0 + 2.0**-40))
+                            + (K + nb) * 16.0 * _TINY)
+    return vals, bnds
+
+
 def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.ndarray,
             bound: np.ndarray, flag: np.ndarray, slack: np.ndarray | None, resolution: Any = "float32",
             row0: int = 0) -> None:
@@ -300,7 +449,11 @@ def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.nd
         v, bd = values[idx], bound[idx]
         rows = np.flatnonzero(f.any(axis=1))
         whole = len(rows) == a.shape[0]
-        res = _ozaki(a if whole else a[rows], b, bias, row0 + rows)
+        blocked = a.shape[-1] > K_BLOCK
+        if blocked:
+            res = _ozaki_blocked(a, b, bias, row0 + rows, None if whole else rows)
+        else:
+            res = _ozaki(a if whole else a[rows], b, bias, row0 + rows)
         if res is not None:
             new_v, new_b = res[0], np.abs(res[1]) + res[2]
             vs, bs, fs = (v, bd, f) if whole else (v[rows], bd[rows], f[rows])
@@ -314,7 +467,7 @@ def _refine(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.nd
         i, j = np.nonzero(f)
         if len(i) == 0:
             continue
-        v3, b3 = _exact_dots(a, b, bias, i, j)
+        v3, b3 = (_exact_dots_blocked if blocked else _exact_dots)(a, b, bias, i, j)
         take = (b3 < bd[i, j]) & np.isfinite(v3)
         v[i[take], j[take]] = v3[take]
         bd[i[take], j[take]] = b3[take]
@@ -338,7 +491,9 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
     Parameters
     ----------
     A, B : numpy.ndarray of float64
-        ``(..., m, K)`` and ``(..., K, n)``; batch axes broadcast as in ``numpy.matmul``.
+        ``(..., m, K)`` and ``(..., K, n)``; batch axes broadcast as in ``numpy.matmul``.  With
+        ``K >`` :data:`K_BLOCK` they may be in any format float64 holds exactly (float32, bf16,
+        …): the product is computed in K blocks, each widened on its own.
     bias : numpy.ndarray of float64, optional
         ``(n,)``, added to every row.
     rel_slack : numpy.ndarray, optional
@@ -365,9 +520,13 @@ def dot(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None = None,
     values, bound, absdot : numpy.ndarray
         ``absdot``: an upper bound on ``|A| @ |B| (+ |bias|)`` (:func:`abs_product`).
     """
-    values = padded_matmul(A, B, row0)
-    absdot = abs_product(np.abs(A) if absA is None else absA, np.abs(B) if absB is None else absB, row0, cache)
     terms = A.shape[-1]
+    if terms > K_BLOCK:  # one K block widened at a time (A and B may be in their own formats)
+        values, absdot = _dot_blocked(A, B, row0)
+    else:
+        values = padded_matmul(A, B, row0)
+        absdot = abs_product(np.abs(A) if absA is None else absA, np.abs(B) if absB is None else absB, row0,
+                             cache)
     if bias is not None:
         values += bias
         absdot += np.abs(bias)
@@ -416,9 +575,13 @@ def dot_dd(A: np.ndarray, B: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.
 
 def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``matmul(A, B)`` (numpy semantics, 1-D operands included)."""
-    A, absA = operand(np.asarray(arrays[0]))
-    B, absB = operand(np.asarray(arrays[1]), params.get(CACHE_KEY))  # B is shared by every chunk of rows
+    A, B = np.asarray(arrays[0]), np.asarray(arrays[1])
     K = A.shape[-1]
+    if K > K_BLOCK:  # dot widens one K block at a time
+        absA, absB = A, B
+    else:
+        A, absA = operand(A)
+        B, absB = operand(B, params.get(CACHE_KEY))  # B is shared by every chunk of rows
     res = params.get(RESOLUTION_KEY)
     drop = tuple(ax for ax, one_d in ((-1, B.ndim == 1), (-2, A.ndim == 1)) if one_d)
     if A.ndim == 1:
@@ -434,8 +597,12 @@ def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
 
 def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``linear(x, weight, bias)`` = ``x @ weight.T + bias``."""
-    x, absx = operand(np.asarray(arrays[0]))
-    W, absW = operand(np.asarray(arrays[1]), params.get(CACHE_KEY))  # the weight is shared by every chunk
+    x, W = np.asarray(arrays[0]), np.asarray(arrays[1])
+    if x.shape[-1] > K_BLOCK:  # dot widens one K block at a time
+        absx, absW = x, W
+    else:
+        x, absx = operand(x)
+        W, absW = operand(W, params.get(CACHE_KEY))  # the weight is shared by every chunk
     b = None if arrays[2] is None else np.asarray(arrays[2], dtype=np.float64)
     k = x.shape[-1]
     res = params.get(RESOLUTION_KEY)
