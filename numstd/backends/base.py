@@ -25,14 +25,14 @@ Unavailable backends (library not installed, no device) raise
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "reduce_loss", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "channel_norm", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -251,3 +251,33 @@ def reduce_loss(xp: Any, loss: Any, reduction: str) -> Any:
     if reduction == "sum":
         return xp.sum(loss)
     return loss
+
+
+def channel_norm(xp: Any, op: str, x: Any, w: list, p: Mapping[str, Any], normalise: Callable[[Any, Any], Any],
+                 cast: Callable[[Any], Any] = lambda a: a) -> Any:
+    """group_norm / instance_norm / batch_norm of ``x`` (``(N, C, *spatial)``) with array module ``xp``
+    (numpy or jax.numpy), as the numpy and jax backends compute them: rows of one normalised group
+    (group: ``(n, g)``; instance: ``(n, c)``; batch: channel ``c``), their mean, the mean of the squared
+    deviations, ``normalise(d, var + eps)`` (the backend's division by the square root, or
+    multiplication by rsqrt), then the per-channel affine; batch_norm with ``training=False`` uses the
+    running statistics ``w[0]``, ``w[1]``.  ``cast`` converts the statistics and affine parameters to the
+    working dtype."""
+    n, c = x.shape[:2]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    eps = p["eps"]
+    if op == "batch_norm" and not p["training"]:
+        y = normalise(x - cast(w[0]).reshape(shape), cast(w[1]).reshape(shape) + eps)
+        w = w[2:]
+    else:
+        if op == "batch_norm":
+            rows = xp.moveaxis(x, 1, 0).reshape(c, -1)
+        else:
+            rows = x.reshape(n * (p["num_groups"] if op == "group_norm" else c), -1)
+        d = rows - xp.mean(rows, axis=-1, keepdims=True)
+        r = normalise(d, xp.mean(d * d, axis=-1, keepdims=True) + eps)
+        y = xp.moveaxis(r.reshape((c, n) + x.shape[2:]), 0, 1) if op == "batch_norm" else r.reshape(x.shape)
+    if w[0] is not None:
+        y = y * cast(w[0]).reshape(shape)
+    if w[1] is not None:
+        y = y + cast(w[1]).reshape(shape)
+    return y

@@ -48,7 +48,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, env_flags, framework_call, framework_ops, missing_module_reason, reduce_loss, version_string
+from .base import (Backend, channel_norm, env_flags, framework_call, framework_ops, missing_module_reason, reduce_loss,
+                   version_string)
 
 __all__ = ["JaxBackend"]
 
@@ -121,24 +122,8 @@ def _conv_transpose(jnp: Any, lax: Any, x: Any, w: Any, b: Any, p: dict) -> Any:
 
 def _channel_norm(jnp: Any, lax: Any, op: str, x: Any, w: list, p: dict) -> Any:
     work = x.astype(jnp.float32) if jnp.finfo(x.dtype).bits < 32 else x
-    n, c = x.shape[:2]
-    shape = (1, c) + (1,) * (x.ndim - 2)
-    eps = jnp.asarray(p["eps"], work.dtype)
-    if op == "batch_norm" and not p["training"]:
-        y = (work - w[0].astype(work.dtype).reshape(shape)) * lax.rsqrt(w[1].astype(work.dtype).reshape(shape) + eps)
-        w = w[2:]
-    else:
-        if op == "batch_norm":
-            rows = jnp.moveaxis(work, 1, 0).reshape(c, -1)
-        else:
-            rows = work.reshape(n * (p["num_groups"] if op == "group_norm" else c), -1)
-        d = rows - jnp.mean(rows, axis=-1, keepdims=True)
-        r = d * lax.rsqrt(jnp.mean(d * d, axis=-1, keepdims=True) + eps)
-        y = jnp.moveaxis(r.reshape((c, n) + x.shape[2:]), 0, 1) if op == "batch_norm" else r.reshape(x.shape)
-    if w[0] is not None:
-        y = y * w[0].astype(y.dtype).reshape(shape)
-    if w[1] is not None:
-        y = y + w[1].astype(y.dtype).reshape(shape)
+    y = channel_norm(jnp, op, work, w, dict(p, eps=jnp.asarray(p["eps"], work.dtype)), lambda d, v: d * lax.rsqrt(v),
+                     cast=lambda a: a.astype(work.dtype))
     return y.astype(x.dtype)
 
 

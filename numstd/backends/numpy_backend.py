@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, reduce_loss, version_string
+from .base import Backend, channel_norm, reduce_loss, version_string
 
 __all__ = ["NumpyBackend"]
 
@@ -73,25 +73,8 @@ def _rms_norm(x: np.ndarray, w: Any, eps: float) -> np.ndarray:
 
 
 def _channel_norm(op: str, x: np.ndarray, w: list, p: dict) -> np.ndarray:
-    n, c = x.shape[:2]
-    shape = (1, c) + (1,) * (x.ndim - 2)
     eps = x.dtype.type(p["eps"])
-    if op == "batch_norm" and not p["training"]:
-        y = (x - w[0].reshape(shape)) / np.sqrt(w[1].reshape(shape) + eps)
-        w = w[2:]
-    else:
-        if op == "batch_norm":
-            rows = np.moveaxis(x, 1, 0).reshape(c, -1)
-        else:
-            rows = x.reshape(n * (p["num_groups"] if op == "group_norm" else c), -1)
-        d = rows - np.mean(rows, axis=-1, keepdims=True)
-        r = d / np.sqrt(np.mean(d * d, axis=-1, keepdims=True) + eps)
-        y = (np.moveaxis(r.reshape((c, n) + x.shape[2:]), 0, 1) if op == "batch_norm" else r.reshape(x.shape))
-    if w[0] is not None:
-        y = y * w[0].reshape(shape)
-    if w[1] is not None:
-        y = y + w[1].reshape(shape)
-    return y
+    return channel_norm(np, op, x, w, dict(p, eps=eps), lambda d, v: d / np.sqrt(v))
 
 
 def _pool(op: str, x: np.ndarray, p: dict) -> np.ndarray:
