@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "reduce_loss", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -251,3 +251,15 @@ def reduce_loss(xp: Any, loss: Any, reduction: str) -> Any:
     if reduction == "sum":
         return xp.sum(loss)
     return loss
+
+
+def huber_terms(xp: Any, x: Any, target: Any, delta: float, smooth: bool) -> Any:
+    """huber_loss's terms (``smooth`` False) or smooth_l1_loss's (``delta`` is beta) in the inputs'
+    dtype, as torch.nn.functional defines them (``xp``: numpy or jax.numpy)."""
+    z = xp.abs(x - target)
+    if smooth and delta == 0:
+        return z
+    quad = 0.5 * z * z
+    if smooth:
+        return xp.where(z < delta, quad / delta, z - 0.5 * delta)
+    return xp.where(z < delta, quad, delta * (z - 0.5 * delta))

@@ -19,6 +19,8 @@ elementwise    ``torch.exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``rsqrt``
 attention      ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``
 cross_entropy  ``F.cross_entropy(logits, target, reduction=...)``
 mse_loss       ``F.mse_loss(input, target, reduction=...)`` (the entry's call)
+huber_loss     ``F.huber_loss(input, target, reduction=..., delta=...)`` (the entry's call)
+smooth_l1_loss ``F.smooth_l1_loss(input, target, reduction=..., beta=...)`` (the entry's call)
 =============  ===============================================================================
 
 Flags: ``allow_tf32`` (default False) sets ``torch.backends.cuda.matmul.allow_tf32`` (and the cuDNN

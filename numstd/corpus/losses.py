@@ -459,6 +459,258 @@ def _mse_zeros(inputs, w, params, out):
     return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# huber_loss and smooth_l1_loss
+# ---------------------------------------------------------------------------------------------
+
+_HUBER_OPS = ("huber_loss", "smooth_l1_loss")
+
+
+def _thr(op: str, params: Mapping[str, Any]) -> float:
+    """huber's ``delta`` or smooth_l1's ``beta``."""
+    return float(params.get("delta", 1.0) if op == "huber_loss" else params.get("beta", 1.0))
+
+
+def _hub_terms(op: str, inputs: list, w: Work, params: Mapping[str, Any], *, form: str = "torch",
+               absolute: bool = True, branch: bool = True, offset: bool = True, half: bool = True,
+               divide: bool = True) -> np.ndarray:
+    """The terms in the working format, every operation rounded; ``form`` "torch" is torch's
+    ``0.5 z z`` / ``delta (z - 0.5 delta)`` (smooth_l1 ``0.5 z z / beta`` / ``z - 0.5 beta``),
+    "expanded" the linear branch ``delta z - 0.5 delta^2`` (smooth_l1: ``z z (0.5 / beta)``), "scaled"
+    smooth_l1 as huber(d, beta) / beta.  The keywords off are the bugs: ``absolute`` (signed d in the
+    test and the linear branch), ``branch`` (always quadratic), ``offset`` (no ``- 0.5 delta``),
+    ``half`` (no 0.5 in the quadratic branch), ``divide`` (smooth_l1 without ``/ beta``)."""
+    t = _thr(op, params)
+    d = w.q(w.load(inputs[0]) - w.load(inputs[1]))
+    z = np.abs(d) if absolute else d
+    tc, hc = w.c(t), w.c(0.5 * t)
+    sq = w.q(z * z)
+    quad = w.q(sq * w.c(0.5)) if half else sq
+    off = hc if offset else 0.0
+    if op == "huber_loss":
+        if form == "expanded":
+            lin = w.q(w.q(tc * z) - (w.c(0.5 * t * t) if offset else 0.0))
+        else:
+            lin = w.q(tc * w.q(z - off))
+    else:
+        if t == 0:
+            return np.abs(d)
+        if form == "expanded":
+            quad = w.q(sq * w.c((0.5 if half else 1.0) / t)) if divide else quad
+        elif form == "scaled":
+            quad = w.q(quad / tc) if divide else quad
+            lin = w.q(w.q(tc * w.q(z - off)) / tc)
+        elif divide:
+            quad = w.q(quad / tc)
+        if form != "scaled":
+            lin = w.q(z - off)
+    return quad if not branch else np.where(z < tc, quad, lin)
+
+
+def _hub_exact(op: str, inputs: list, params: Mapping[str, Any]) -> np.ndarray:
+    from ..reference import reference
+
+    return f64(reference(op, [f64(inputs[0]), f64(inputs[1])], **dict(params)).values)
+
+
+def _hub_differs(core: Callable) -> Callable:
+    """``observable``: the bug's float32 result is off the float64 loss by more than 8 output ULPs
+    plus ``8 (sqrt(K) + 5) u_fp32`` times the loss (K the terms per output: 4x a model of lam = 1,
+    margin 2), somewhere."""
+    from ..core.formats import get_format
+    from ..core.ulp import ulp
+
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        op = params["_op"]
+        fp32 = get_format("float32")
+        with np.errstate(all="ignore"):
+            y = f64(finish(np.asarray(core(op, inputs, Work(fp32), params, out)), out))
+            exact = _hub_exact(op, inputs, {k: v for k, v in params.items() if k != "_op"})
+        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 5.0) * fp32.u * np.abs(exact)
+        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
+
+    return observable
+
+
+def _hub(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+         observable: Any = None, acc_formats: tuple | None = None, ops: tuple = _HUBER_OPS) -> Callable:
+    """Register ``core(op, inputs, w, params, out) -> loss in the working format`` for the ops, rounded
+    once to the output format; ``observable=True``: :func:`_hub_differs`."""
+
+    def deco(core: Callable) -> Callable:
+        for op in ops:
+            def run(inputs, params, out, acc, seed, _op=op):
+                with np.errstate(all="ignore"):
+                    y = np.asarray(core(_op, inputs, Work(acc), params, out))
+                    return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+
+            obs = observable
+            if observable is True:
+                differs = _hub_differs(core)
+                obs = (lambda inputs, params, out, _d=differs, _op=op: _d(inputs, dict(params, _op=_op), out))
+            variant(op, name, family, legit, description, applies, obs, acc_formats)(run)
+        return core
+
+    return deco
+
+
+def _hub_reduce(op: str, inputs: list, w: Work, params: Mapping[str, Any], order: str = "blocked",
+                recip: bool = False, **kw: Any) -> np.ndarray:
+    kw = kw or ({"block": _MSE_BLOCK} if order == "blocked" else {})
+    return _mse_reduce(_hub_terms(op, inputs, w, params), params, w, order, recip=recip, **kw)
+
+
+for _name, (_order, _kw, _desc) in {
+    "sequential": ("sequential", {}, "one running sum s = RN(s + l_i)"),
+    "pairwise": ("pairwise", {}, "recursive halving, every partial sum rounded"),
+    "tree": ("tree", {}, "adjacent pairs level by level (a block tree reduction)"),
+    "blocked128": ("blocked", {"block": _MSE_BLOCK}, "sequential sums of blocks of 128, block sums added in order"),
+    "splitk4": ("splitk", {"splits": 4}, "4 contiguous slices summed separately, then added"),
+    "kahan": ("kahan", {}, "Kahan compensated summation"),
+}.items():
+    _hub(_name, "accumulation-order", True,
+         f"the terms in the accumulation format (torch's formula, every operation rounded), summed by "
+         f"{_desc}, then RN(s / K)")(
+        lambda op, inputs, w, params, out, _o=_order, _k=_kw: _hub_reduce(op, inputs, w, params, _o, **_k))
+del _name, _order, _kw, _desc
+
+
+@_hub("expanded", "formula", True,
+      "huber's linear branch as delta z - 0.5 delta^2 (smooth_l1's square times RN(0.5 / beta)), "
+      "blocked sum, mean by RN(1/K) multiply")
+def _hub_expanded(op, inputs, w, params, out):
+    q = _hub_terms(op, inputs, w, params, form="expanded")
+    return _mse_reduce(q, params, w, "blocked", recip=True, block=_MSE_BLOCK)
+
+
+@_hub("via-huber", "formula", True, "smooth_l1 as huber_loss(d, beta) / beta (both branches divided)",
+      ops=("smooth_l1_loss",))
+def _hub_scaled(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, form="scaled"), params, w, "pairwise")
+
+
+@_hub("numpy", "library", True, "numpy on float32 arrays: torch's formula with np.where, np.mean / np.sum",
+      acc_formats=FP32_ONLY)
+def _hub_numpy(op, inputs, w, params, out):
+    from ..backends.base import huber_terms, reduce_loss
+
+    a = np.asarray(f64(inputs[0]), dtype=np.float32)
+    b = np.asarray(f64(inputs[1]), dtype=np.float32)
+    return reduce_loss(np, huber_terms(np, a, b, _thr(op, params), op == "smooth_l1_loss"),
+                       params.get("reduction", "mean"))
+
+
+def _torch_hub(op: str) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        import torch.nn.functional as F
+
+        kw = {"delta": _thr(op, params)} if op == "huber_loss" else {"beta": _thr(op, params)}
+        y = getattr(F, op)(to_torch(inputs[0]), to_torch(inputs[1]), reduction=params.get("reduction", "mean"), **kw)
+        return finish(from_torch(y), out)
+
+    return run
+
+
+for _op in _HUBER_OPS:
+    variant(_op, "torch-cpu", "library", True, f"torch.nn.functional.{_op} on CPU in the inputs' dtype",
+            torch_same_format, acc_formats=FP32_ONLY)(_torch_hub(_op))
+del _op
+
+
+@_hub("sum-not-mean", "scale", False, "reduction='mean' returning the sum of the terms", applies=_mse_is("mean"))
+def _hub_sum_for_mean(op, inputs, w, params, out):
+    return _hub_reduce(op, inputs, w, {**params, "reduction": "sum"})
+
+
+@_hub("mean-not-sum", "scale", False, "reduction='sum' returning the mean (the wrong reduction)",
+      applies=_mse_is("sum"), observable=_more_than_one)
+def _hub_mean_for_sum(op, inputs, w, params, out):
+    return _hub_reduce(op, inputs, w, {**params, "reduction": "mean"})
+
+
+@_hub("by-k-minus-1", "scale", False,
+      "the sum divided by K - 1: relative error 1/(K - 1), observable when 1/(K - 1) >= 4 u_out",
+      applies=_mse_is("mean"), observable=_k_minus_1_visible)
+def _hub_k_minus_1(op, inputs, w, params, out):
+    k = np.size(inputs[0])
+    s = _hub_reduce(op, inputs, w, {**params, "reduction": "sum"})
+    return w.q(f64(s) / (k - 1)) if k > 1 else np.asarray(np.inf)
+
+
+@_hub("missing-abs", "formula-error", False,
+      "the signed d in the branch test and the linear branch (|d| forgotten): a large negative d is "
+      "squared, observable where some d < -delta", observable=True)
+def _hub_missing_abs(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, absolute=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-branch", "formula-error", False,
+      "the quadratic branch everywhere (the clamp to the linear branch missing: MSE / 2), observable "
+      "where some |d| exceeds the threshold", observable=True)
+def _hub_missing_branch(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, branch=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-offset", "formula-error", False,
+      "the linear branch without its - 0.5 delta (discontinuous at the threshold)", observable=True)
+def _hub_missing_offset(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, offset=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-half", "formula-error", False, "d^2 for the quadratic branch (the 0.5 forgotten)", observable=True)
+def _hub_missing_half(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, half=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-divide", "formula-error", False,
+      "smooth_l1's quadratic branch not divided by beta (huber's formula): observable when beta != 1",
+      observable=True, ops=("smooth_l1_loss",))
+def _hub_missing_divide(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, divide=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16 whatever the output format",
+      applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p))
+def _hub_acc_bf16(op, inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _mse_reduce(_hub_terms(op, inputs, w, params), params, Work(FORMATS["bfloat16"]))
+
+
+def _hub_tail_counts(op: str) -> Callable:
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        q = f64(_hub_exact(op, inputs, {**params, "reduction": "none"})).reshape(-1)
+        k = q.size
+        if k <= _MSE_BLOCK:
+            return False
+        return bool(q[((k - 1) // _MSE_BLOCK) * _MSE_BLOCK:].sum() > 4.0 * out.u * q.sum())
+
+    return observable
+
+
+for _op in _HUBER_OPS:
+    def _dropped_run(inputs, params, out, acc, seed, _op=_op):
+        w = Work(acc)
+        with np.errstate(all="ignore"):
+            q = _hub_terms(_op, inputs, w, params).reshape(-1)
+            k = q.size
+            keep = ((k - 1) // _MSE_BLOCK) * _MSE_BLOCK if k else 0
+            s = _mse_reduce(q[:keep], {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+            return finish(s if params.get("reduction", "mean") == "sum" else w.q(f64(s) / k), out)
+
+    variant(_op, "dropped-tail-block", "dropped-tile", False,
+            "the last block of 128 terms (or the partial remainder) is never added; observable when K > 128 "
+            "and the dropped terms hold more than 4 u_out of the sum", _not_none, _hub_tail_counts(_op))(_dropped_run)
+del _op
+
+
+@_hub("zeros", "zeros", False, "returns zeros of the right shape and dtype")
+def _hub_zeros(op, inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
 #: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
 _CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale", "mean-not-sum": "scale",
                  "by-k-minus-1": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}

@@ -121,6 +121,21 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
             return None
         return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name in ("huber_loss", "smooth_l1_loss"):  # F.* and nn.HuberLoss / nn.SmoothL1Loss (their forwards)
+        if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
+            return None
+        params = {"reduction": kwargs.get("reduction", "mean")}
+        if name == "huber_loss":  # huber_loss(input, target, reduction, delta, weight)
+            if len(args) > 4 and args[4] is not None:
+                return None
+            params["reduction"] = _arg(args, kwargs, 2, "reduction", "mean")
+            params["delta"] = _arg(args, kwargs, 3, "delta", 1.0)
+        else:  # smooth_l1_loss(input, target, size_average, reduce, reduction, beta)
+            if any(a is not None for a in args[2:4]):
+                return None
+            params["reduction"] = _arg(args, kwargs, 4, "reduction", "mean")
+            params["beta"] = _arg(args, kwargs, 5, "beta", 1.0)
+        return name, [x, _arg(args, kwargs, 1, "target")], params
     if name == "scaled_dot_product_attention":
         if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
             return None

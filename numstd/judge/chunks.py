@@ -73,6 +73,10 @@ def _cuttable_reduced_axis(op: str, params: dict, out_ndim: int) -> int:
     return -1
 
 
+#: losses of two same-shape inputs (elementwise terms, then a reduction)
+_PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss")
+
+
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:
     """Number of leading output axes that may be split (axes ``0 .. n-1``)."""
     if out_ndim == 0:
@@ -94,15 +98,15 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
         return out_ndim - 1 if b.ndim >= 2 else out_ndim
     if op == "attention":
         return out_ndim - 2 if params.get("causal") else out_ndim - 1
-    if op in ("cross_entropy", "mse_loss") and params.get("reduction") == "none":
+    if op in ("cross_entropy", *_PAIRWISE_LOSSES) and params.get("reduction") == "none":
         return out_ndim
     return 0
 
 
 def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, n_split: int) -> tuple | None:
     """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
-    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss") or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
-        if pos == 0 or (op in ("cross_entropy", "mse_loss") and pos == 1):
+    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", *_PAIRWISE_LOSSES) or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
+        if pos == 0 or (op in ("cross_entropy", *_PAIRWISE_LOSSES) and pos == 1):
             return idx
         if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias
             return idx[-1:]

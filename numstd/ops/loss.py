@@ -1,13 +1,17 @@
-"""Losses: ``cross_entropy`` with class-index targets and ``mse_loss``.
+"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss`` and ``smooth_l1_loss``.
 
 Reference: :mod:`numstd.reference.loss`; variants: :mod:`numstd.corpus.losses`.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Mapping
 
-from ..core.errors import ShapeError
+import numpy as np
+
+from ..core.errors import ParameterError, ShapeError
 from .entry import Call, OpInfo, entry
 
 __all__ = ["ENTRIES"]
@@ -34,14 +38,32 @@ def _cross_entropy_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[i
 
 def _mse_loss_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
     x, target = a
+    op = spec.name
     if target.shape != x.shape:
-        raise ShapeError(f"mse_loss: target has shape {target.shape}, input {x.shape}; they must be equal "
+        raise ShapeError(f"{op}: target has shape {target.shape}, input {x.shape}; they must be equal "
                          "(torch would broadcast them with a warning: broadcast explicitly, e.g. "
                          "np.broadcast_to(target, input.shape))")
     if p["reduction"] == "mean" and x.size == 0:
-        raise ShapeError(f"mse_loss: reduction='mean' of an empty input {x.shape} is undefined; pass at least "
+        raise ShapeError(f"{op}: reduction='mean' of an empty input {x.shape} is undefined; pass at least "
                          "one element or use reduction='sum'")
     return tuple(x.shape) if p["reduction"] == "none" else ()
+
+
+def _threshold(name: str, allow_zero: bool) -> Any:
+    """``param_checks`` of huber's ``delta`` (``> 0``) and smooth_l1's ``beta`` (``>= 0``)."""
+    what = "non-negative" if allow_zero else "positive"
+
+    def check(op: str, value: Any) -> float:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise ParameterError(f"{op}: {name} must be a real number, got {value!r}; the default is 1.0")
+        v = float(value)
+        if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+            raise ParameterError(f"{op}: {name} must be a finite {what} number, got {v!r} (torch rejects "
+                                 f"{'negative' if allow_zero else 'non-positive'} values of {name}); "
+                                 "the default is 1.0")
+        return v
+
+    return check
 
 
 ENTRIES: tuple[OpInfo, ...] = (
@@ -60,4 +82,20 @@ ENTRIES: tuple[OpInfo, ...] = (
     ),
           shape=_mse_loss_shape, reference="loss:mse_loss", corpus="losses", terms=("K",),
           calls={"torch": Call("torch.nn.functional.mse_loss", {"reduction": "reduction"})}),
+    entry("huber_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "delta": 1.0}, (
+        "l_i = 0.5 d_i**2 if |d_i| < delta else delta (|d_i| - 0.5 delta), d_i = input_i - target_i "
+        "(torch.nn.functional.huber_loss without weight): input and target of the same shape, delta > 0; "
+        "reduction 'mean' (sum / numel), 'sum' or 'none' (input's shape)."
+    ),
+          shape=_mse_loss_shape, reference="loss:huber_loss", corpus="losses", terms=("K",),
+          param_checks={"delta": _threshold("delta", False)},
+          calls={"torch": Call("torch.nn.functional.huber_loss", {"reduction": "reduction", "delta": "delta"})}),
+    entry("smooth_l1_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "beta": 1.0}, (
+        "l_i = 0.5 d_i**2 / beta if |d_i| < beta else |d_i| - 0.5 beta, d_i = input_i - target_i; "
+        "|d_i| for beta = 0 (torch.nn.functional.smooth_l1_loss without the legacy size_average/reduce "
+        "arguments): input and target of the same shape, beta >= 0; reduction 'mean', 'sum' or 'none'."
+    ),
+          shape=_mse_loss_shape, reference="loss:smooth_l1_loss", corpus="losses", terms=("K",),
+          param_checks={"beta": _threshold("beta", True)},
+          calls={"torch": Call("torch.nn.functional.smooth_l1_loss", {"reduction": "reduction", "beta": "beta"})}),
 )

@@ -29,6 +29,15 @@ pairwise depth; ``"mean"`` divides that double-double by ``K = numel`` (+ ``DIV_
 the other terms divided by ``K``).  aux: ``K`` the number of squared differences each output sums
 (``numel`` for mean and sum, 1 for none, so one error formula covers every reduction).
 Non-finite inputs give numpy's IEEE result and an infinite bound for the reduced outputs.
+
+huber_loss / smooth_l1_loss: the terms ``q_i`` in float64 from ``d = fl(a_i - b_i)``, ``z = |d|``:
+huber ``0.5 z z`` (``z < delta``) or ``delta (z - 0.5 delta)``; smooth_l1 ``0.5 z z / beta`` (``z < beta``)
+or ``z - 0.5 beta`` (``z`` for ``beta = 0``).  Each is within ``HUBER_TERM_C u q_i``,
+``HUBER_TERM_C = 4.01``: the quadratic branches round d, the square and (smooth_l1) the division; the
+linear ones round d (relative ``u z <= 2u (z - 0.5 delta)`` as ``z >= delta``), the subtraction and
+the product by delta.  A branch picked on the rounded ``z`` near the threshold costs
+``0.5 (z - delta)^2 <= 0.5 u^2 z^2`` (the two branches meet with equal slope), inside the slack.
+The terms are non-negative and reduced like mse_loss's (double-double sum, aux ``K``).
 """
 
 from __future__ import annotations
@@ -38,10 +47,13 @@ import numpy as np
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy", "mse_loss", "BATCH_KEY", "MSE_TERM_C"]
+__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C"]
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
 MSE_TERM_C = 3.01
+
+#: relative bound, in units of u, of one huber / smooth_l1 term (module docstring)
+HUBER_TERM_C = 4.01
 
 #: params key of the whole batch's row count when the reference is computed in chunks of rows
 BATCH_KEY = "_batch"
@@ -83,9 +95,31 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         d = np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64)
         q = d * d
-    reduction = params["reduction"]
+    return _reduce_terms(q, MSE_TERM_C, params["reduction"])
+
+
+def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``huber_loss(input, target, reduction, delta)``; see the module docstring."""
+    delta = float(params["delta"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
+        q = np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"])
+
+
+def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``smooth_l1_loss(input, target, reduction, beta)``; see the module docstring."""
+    beta = float(params["beta"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
+        q = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"])
+
+
+def _reduce_terms(q: np.ndarray, c: float, reduction: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Non-negative float64 terms ``q`` (each within ``c u q``) reduced in double-double."""
     if reduction == "none":
-        return q, MSE_TERM_C * U * q, {"K": np.asarray(1.0)}
+        return q, c * U * q, {"K": np.asarray(1.0)}
     k = q.size
     aux = {"K": np.asarray(float(k))}
     if k == 0:  # (mean of nothing is refused by the entry's shape rule)
@@ -97,7 +131,7 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         return np.asarray(total), np.asarray(np.inf), aux
     hi, lo, depth = pairwise_sum(flat, -1)
     S = np.sum(flat)
-    spread = DD_C * depth * U * U * S + MSE_TERM_C * U * S
+    spread = DD_C * depth * U * U * S + c * U * S
     if reduction == "sum":
         return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
     qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), k)
