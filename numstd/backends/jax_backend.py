@@ -46,8 +46,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, env_flags, framework_call, framework_ops, huber_terms, missing_module_reason, reduce_loss,
-                   version_string
+from .base import (Backend, env_flags, framework_call, framework_ops, huber_terms, missing_module_reason, reduce_loss,
+                   version_string)
 
 __all__ = ["JaxBackend"]
 
