@@ -32,6 +32,7 @@ NEAR_MISSES = [
     ("matmul", "bf16acc"), ("cumsum", "exclusive"), ("mse", "wrongaxis"), ("cross_entropy", "nomax"),
     ("leaky_relu", "noslope"), ("elu", "expminus1"), ("hardtanh", "tanh"), ("cumprod", "exclusive"),
     ("conv2d", "flipped"), ("conv2d", "shifted"), ("conv_transpose2d", "noflip"),
+    ("huber", "nobranch"),
 ]
 ALL_PROBLEMS = sorted(p.name for p in PROBLEMS.iterdir() if (p / "problem.py").is_file())
 

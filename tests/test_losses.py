@@ -1,0 +1,292 @@
+"""huber_loss and smooth_l1_loss (numstd.ops.loss): the references against exact rational arithmetic
+and torch float64, torch's real fp32 kernels passing their published standards, planted bugs failing,
+parameter errors, chunk invariance, grade's recognition and the KernelBench-layout problem.
+
+Independent truth: :class:`fractions.Fraction` (every float is a rational number, so the exact loss
+is computable without rounding, branch by branch), torch.nn.functional's float64 kernels on CPU, and
+torch's own fp32 / 16-bit kernels.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import numstd
+from numstd.core.formats import round_to
+from numstd.errors import ParameterError, ShapeError
+from numstd.reference import reference
+
+OPS = {"huber_loss": "delta", "smooth_l1_loss": "beta"}
+IDS = {"huber_loss": "NS-HUBERLOSS-FP32", "smooth_l1_loss": "NS-SMOOTHL1LOSS-FP32"}
+PROBLEMS = Path(__file__).parent / "problems"
+
+
+def _term(op: str, t: Fraction, z: Fraction) -> Fraction:
+    """One exact term, branch by branch from the definition (torch.nn.functional's docs)."""
+    if op == "huber_loss":
+        return z * z / 2 if z < t else t * (z - t / 2)
+    if t == 0:
+        return z
+    return z * z / (2 * t) if z < t else z - t / 2
+
+
+def _exact(op: str, a: np.ndarray, b: np.ndarray, t: float, reduction: str):
+    tf = Fraction(t)
+    q = [_term(op, tf, abs(Fraction(float(x)) - Fraction(float(y)))) for x, y in zip(a.reshape(-1), b.reshape(-1))]
+    if reduction == "none":
+        return np.array(q, dtype=object).reshape(a.shape)
+    total = sum(q, Fraction(0))
+    return total if reduction == "sum" else total / len(q)
+
+
+def _within(ref, exact) -> None:
+    values = np.asarray(ref.values, dtype=np.float64).reshape(-1)
+    bound = np.asarray(ref.error_bound, dtype=np.float64).reshape(-1)
+    ex = np.asarray(exact, dtype=object).reshape(-1)
+    for v, b, e in zip(values, bound, ex):
+        assert abs(Fraction(float(v)) - e) <= Fraction(float(b)), (v, float(e), b)
+
+
+def _kw(op: str, t: float) -> dict:
+    return {OPS[op]: t}
+
+
+@pytest.mark.parametrize("op, t", [("huber_loss", 1.0), ("huber_loss", 0.3), ("huber_loss", 2.0 ** 40),
+                                   ("smooth_l1_loss", 1.0), ("smooth_l1_loss", 0.1), ("smooth_l1_loss", 0.0)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_reference_within_its_bound_of_the_exact_rational_value(op, t, reduction):
+    g = np.random.default_rng(5)
+    a = (g.standard_normal((5, 7)) * 2.0 ** g.integers(-30, 30, (5, 7))).astype(np.float32)
+    b = (g.standard_normal((5, 7)) * 2.0 ** g.integers(-30, 30, (5, 7))).astype(np.float32)
+    # a difference float64 cannot hold, exact cancellation, and differences at the threshold
+    a[0, :5] = [2.0 ** 60, 1.0, 3.0, np.float32(t) + 1, np.float32(t)]
+    b[0, :5] = [2.0 ** -60, 1.0, np.float32(3.0) + np.float32(2.0 ** -22), 1.0, 0.0]
+    ref = reference(op, [a, b], reduction=reduction, **_kw(op, t))
+    _within(ref, _exact(op, a, b, t, reduction))
+    assert ref.aux["K"] == (1.0 if reduction == "none" else a.size)
+
+
+def test_reference_by_hand():
+    a = np.array([[0.5, 2.0], [-3.0, 1.0]], np.float32)
+    b = np.zeros((2, 2), np.float32)
+    # huber, delta 1: 0.125, 1.5, 2.5, 0.5 (|d| = 1 is on the linear branch: 1 * (1 - 0.5))
+    assert reference("huber_loss", [a, b], reduction="none").values.tolist() == [[0.125, 1.5], [2.5, 0.5]]
+    assert float(reference("huber_loss", [a, b], reduction="sum").values) == 4.625
+    # delta 2: 0.125, 2 (= 0.5 * 4, quadratic below 2? |d| = 2 is linear: 2 * (2 - 1) = 2), 2 * (3 - 1) = 4, 0.5
+    assert reference("huber_loss", [a, b], reduction="none", delta=2.0).values.tolist() == [[0.125, 2.0], [4.0, 0.5]]
+    # smooth_l1, beta 0.5: 0.5 * 0.25 / 0.5 = 0.25 (|d| = 0.5 is linear: 0.5 - 0.25), 1.75, 2.75, 0.75
+    assert reference("smooth_l1_loss", [a, b], reduction="none", beta=0.5).values.tolist() == [[0.25, 1.75], [2.75, 0.75]]
+    assert float(reference("smooth_l1_loss", [a, b], beta=0.0).values) == 6.5 / 4  # the L1 loss
+    assert float(reference("smooth_l1_loss", [a, b], beta=4.0).values) == (0.25 + 4 + 9 + 1) / 8 / 4
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("t", [1.0, 0.7, 0.0])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_reference_matches_torch_float64(op, t, reduction):
+    torch = pytest.importorskip("torch")
+    if op == "huber_loss" and t == 0.0:
+        t = 3.0
+    g = np.random.default_rng(7)
+    a, b = (g.standard_normal((16, 33)) * 2).astype(np.float32), g.standard_normal((16, 33)).astype(np.float32)
+    ref = reference(op, [a, b], reduction=reduction, **_kw(op, t))
+    fn = getattr(torch.nn.functional, op)
+    y = fn(torch.from_numpy(a).double(), torch.from_numpy(b).double(), reduction=reduction, **_kw(op, t)).numpy()
+    # torch float64 rounds each operation: within a few float64 ulps of the (more accurate) reference
+    assert np.allclose(ref.values, y, rtol=64 * 2.0 ** -53, atol=0)
+
+
+def _inputs(shape=(32, 500), seed: int = 0, dtype=np.float32):
+    g = np.random.default_rng(seed)
+    return (g.standard_normal(shape) * 2).astype(dtype), (g.standard_normal(shape) * 0.5 + 0.1).astype(dtype)
+
+
+def _torch(op: str, a, b, reduction: str, t: float, dtype: str = "float32") -> np.ndarray:
+    torch = pytest.importorskip("torch")
+    ta = torch.from_numpy(np.asarray(a, np.float32)).to(getattr(torch, dtype))
+    tb = torch.from_numpy(np.asarray(b, np.float32)).to(getattr(torch, dtype))
+    y = getattr(torch.nn.functional, op)(ta, tb, reduction=reduction, **_kw(op, t))
+    return y.to(torch.float32).numpy()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("t", [1.0, 0.25])
+def test_torch_fp32_passes_its_standard(op, reduction, t):
+    for seed in range(2):
+        a, b = _inputs(seed=seed)
+        y = _torch(op, a, b, reduction, t)
+        v = numstd.check(y, op=op, inputs=[a, b], reduction=reduction, **_kw(op, t))
+        assert v.passed, v.message
+        assert v.standard_id.startswith(IDS[op] + "@")
+
+
+@pytest.mark.torch
+def test_torch_cpu_huber_stores_the_16_bit_difference():
+    """Why no bf16/fp16 standard under the fp32 policy is published: torch CPU's bf16 huber_loss is
+    RN16(huber(RN16(a - b))) on every element, a second rounding per term (as mse_loss's d)."""
+    a, b = _inputs(shape=(64, 300), dtype=ml_dtypes.bfloat16)
+    y = _torch("huber_loss", a, b, "none", 1.0, "bfloat16")
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    d16 = np.asarray(round_to(a64 - b64, "bfloat16"), np.float64)
+    z = np.abs(d16)
+    twice = np.asarray(round_to(np.where(z < 1, 0.5 * z * z, z - 0.5), "bfloat16"), np.float64)
+    assert np.array_equal(np.asarray(y, np.float64), twice)
+    z = np.abs(a64 - b64)
+    once = np.asarray(round_to(np.where(z < 1, 0.5 * z * z, z - 0.5), "bfloat16"), np.float64)
+    assert (np.asarray(y, np.float64) != once).mean() > 0.05
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_16_bit_is_refused_with_what_exists(op, fmt):
+    dtype = ml_dtypes.bfloat16 if fmt == "bfloat16" else np.float16
+    a, b = _inputs(shape=(4, 8), dtype=dtype)
+    with pytest.raises(numstd.StandardNotFound, match=IDS[op]):
+        numstd.check(np.asarray(0.0, dtype=dtype), op=op, inputs=[a, b])
+
+
+def _terms(op, a, b, t=1.0, *, absolute=True, branch=True, offset=True, half=True, divide=True):
+    d = a - b
+    z = np.abs(d) if absolute else d
+    quad = (0.5 if half else 1.0) * z * z
+    if op == "smooth_l1_loss" and divide:
+        quad = quad / t
+    off = 0.5 * t if offset else 0.0
+    lin = t * (z - off) if op == "huber_loss" else z - off
+    return np.where(z < t, quad, lin) if branch else quad
+
+
+def _bugs():
+    out = []
+    for op in OPS:
+        t = 1.0 if op == "huber_loss" else 0.5
+        out += [
+            (op, t, "sum for mean", lambda a, b, o=op, t=t: np.sum(_terms(o, a, b, t))),
+            (op, t, "divided by N - 1", lambda a, b, o=op, t=t: np.sum(_terms(o, a, b, t)) / (a.size - 1)),
+            (op, t, "missing abs", lambda a, b, o=op, t=t: np.mean(_terms(o, a, b, t, absolute=False))),
+            (op, t, "no linear branch", lambda a, b, o=op, t=t: np.mean(_terms(o, a, b, t, branch=False))),
+            (op, t, "no -t/2 offset", lambda a, b, o=op, t=t: np.mean(_terms(o, a, b, t, offset=False))),
+            (op, t, "no 0.5", lambda a, b, o=op, t=t: np.mean(_terms(o, a, b, t, half=False))),
+            (op, t, "arguments' roles: MSE", lambda a, b: np.mean((a - b) ** 2)),
+            (op, t, "zeros", lambda a, b: 0.0),
+            (op, t, "last 100 dropped", lambda a, b, o=op, t=t: np.sum(_terms(o, a, b, t).reshape(-1)[:-100]) / a.size),
+        ]
+    out.append(("smooth_l1_loss", 0.5, "not divided by beta",
+                lambda a, b: np.mean(_terms("smooth_l1_loss", a, b, 0.5, divide=False))))
+    return out
+
+
+@pytest.mark.parametrize("op, t, name, fn", _bugs(), ids=lambda x: x if isinstance(x, str) else None)
+def test_planted_bugs_fail_fp32(op, t, name, fn):
+    a, b = _inputs(shape=(16, 80), seed=1)
+    y = np.asarray(fn(a.astype(np.float64), b.astype(np.float64)), dtype=np.float32)
+    assert not numstd.check(y, op=op, inputs=[a, b], **_kw(op, t)).passed, name
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_swapped_arguments_are_the_same_loss(op):
+    """huber and smooth_l1 depend on |a - b| only: swapping input and target is no bug here."""
+    a, b = _inputs(shape=(8, 40), seed=2)
+    ref = reference(op, [b, a], reduction="none")
+    assert numstd.check(np.asarray(ref.values, np.float32), op=op, inputs=[a, b], reduction="none").passed
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_parameter_and_shape_errors(op):
+    a, b = _inputs(shape=(4, 5))
+    y = np.float32(1.0)
+    name = OPS[op]
+    bad = [-1.0, float("nan"), float("inf"), "1", True] + ([0.0] if op == "huber_loss" else [])
+    for value in bad:
+        with pytest.raises(ParameterError, match=name):
+            numstd.check(y, op=op, inputs=[a, b], **{name: value})
+    with pytest.raises(ParameterError, match="reduction"):
+        numstd.check(y, op=op, inputs=[a, b], reduction="batchmean")
+    with pytest.raises(ParameterError, match="unknown parameter"):
+        numstd.check(y, op=op, inputs=[a, b], **{"beta" if op == "huber_loss" else "delta": 1.0})
+    with pytest.raises(ShapeError, match=f"{op}: target has shape"):
+        numstd.check(y, op=op, inputs=[a, b[:2]])
+    with pytest.raises(ShapeError, match="empty"):
+        numstd.check(y, op=op, inputs=[a[:0], b[:0]])
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_verdict_does_not_depend_on_the_chunk_size(op):
+    a, b = _inputs(shape=(64, 100), seed=3)
+    ref = reference(op, [a, b], reduction="none", **_kw(op, 0.5))
+    y = np.asarray(ref.values, np.float32)
+    y[17, 3] = np.nextafter(y[17, 3], np.float32(np.inf)) * np.float32(1 + 2 ** -12)  # one bad element
+    verdicts = [numstd.check(y, op=op, inputs=[a, b], reduction="none", chunk_size=c, **_kw(op, 0.5))
+                for c in (None, 100, 700, 6400)]
+    assert [v.passed for v in verdicts] == [False] * 4
+    assert len({(v.ulp.max, v.ulp.count) for v in verdicts}) == 1
+    good = [numstd.check(np.asarray(ref.values, np.float32), op=op, inputs=[a, b], reduction="none",
+                         chunk_size=c, **_kw(op, 0.5)).passed for c in (100, 6400)]
+    assert good == [True, True]
+
+
+@pytest.mark.torch
+def test_grade_detects_the_losses_and_judges_them_by_their_standards():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+
+    class Huber(torch.nn.Module):
+        def forward(self, x, y):
+            return F.huber_loss(x, y, reduction="sum", delta=0.5)
+
+    class HuberModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.HuberLoss(delta=2.0)
+
+        def forward(self, x, y):
+            return self.loss(x, y)
+
+    class SmoothModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.SmoothL1Loss(beta=0.25)
+
+        def forward(self, x, y):
+            return self.loss(x, y)
+
+    class NoBranch(torch.nn.Module):
+        def forward(self, x, y):
+            return 0.5 * ((x - y) ** 2).sum()
+
+    def inputs():
+        return [torch.randn(32, 64), torch.randn(32, 64)]
+
+    good = numstd.grade(Huber, Huber, inputs, trials=1)
+    assert good.op == ("huber_loss", {"reduction": "sum", "delta": 0.5})
+    assert good.passed and any(s.startswith("NS-HUBERLOSS-FP32@") for s in good.standards)
+    assert numstd.grade(HuberModule, HuberModule, inputs, trials=1).op == ("huber_loss", {"reduction": "mean", "delta": 2.0})
+    smooth = numstd.grade(SmoothModule, SmoothModule, inputs, trials=1)
+    assert smooth.op == ("smooth_l1_loss", {"reduction": "mean", "beta": 0.25})
+    assert smooth.passed and any(s.startswith("NS-SMOOTHL1LOSS-FP32@") for s in smooth.standards)
+    assert not numstd.grade(Huber, NoBranch, inputs, trials=1).passed
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", ["float32", "bfloat16", "float16"])
+def test_kernelbench_problem_reference_faithful_and_near_miss(fmt):
+    from numstd.grade_cli import grade_files, load_module
+
+    prob = PROBLEMS / "huber" / "problem.py"
+    model = load_module(prob)
+    itself = numstd.grade(model.Model, model.Model, model.get_inputs, dtype=fmt, trials=1)
+    assert itself.passed, itself.message
+    faithful = grade_files(prob, PROBLEMS / "huber" / "faithful.py", dtype=fmt, trials=1, shapes2=False)
+    assert faithful.passed, faithful.message
+    miss = grade_files(prob, PROBLEMS / "huber" / "nobranch.py", dtype=fmt, trials=1, shapes2=False)
+    assert not miss.passed
+    if fmt == "float32":  # the forward is F.smooth_l1_loss: judged by its op standard too
+        assert any(s.startswith("NS-SMOOTHL1LOSS-FP32@") for s in faithful.standards), faithful.standards
