@@ -35,7 +35,7 @@ ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "
 #: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
 EXTREMA = ("amax", "amin")
 BRIEF_OPS = ("matmul", "linear", "conv", "conv_transpose", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
-             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss")
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div")
 
 # (shape, params, input formats, output format) per op; distributions per op.
 BF, F32 = "bfloat16", "float32"
@@ -76,6 +76,9 @@ CASES: dict[str, list] = {
                    ((48, 40), {"reduction": "none", "delta": 2.0}, F32, F32)],
     "smooth_l1_loss": [((16, 300), {"beta": 0.5}, F32, F32), ((16, 20), {"reduction": "sum"}, F32, F32),
                        ((48, 40), {"reduction": "none", "beta": 0.0}, F32, F32)],
+    "kl_div": [((16, 20), {"reduction": "batchmean"}, F32, F32), ((16, 20), {}, F32, F32),
+               ((16, 300), {"reduction": "sum", "log_target": True}, F32, F32),
+               ((8, 30), {"reduction": "none"}, F32, F32)],
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
@@ -94,6 +97,7 @@ DISTS: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("normal", "offset", "large"),
     "mse_loss": ("normal", "offset", "heavy"),
     "huber_loss": ("normal", "offset", "heavy"), "smooth_l1_loss": ("normal", "offset", "heavy"),
+    "kl_div": ("normal", "offset", "heavy", "wide"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
     "rms_norm": ("normal", "offset", "rowscale"),
     "attention": ("normal", "large"),
@@ -286,6 +290,20 @@ def _reference(op, arr, p, out, name=""):
         # threshold of these bugs (numstd.corpus.losses._hub_differs); worst case (K + 5) u would hide
         # a K - 1 denominator once K u > 1 / K
         return r, np.asarray(8 * (math.sqrt(K) + 5) * U * q.sum() * scale + 0.5 * ulp(r, out))
+    if op == "kl_div":  # log or exp, products and a subtraction per term; K - 1 additions; one division
+        x, t = a
+        if p["log_target"]:
+            q, m = np.exp(t) * (t - x), np.exp(t) * (np.abs(t) + np.abs(x))
+        else:
+            lt = np.log(np.where(t > 0, t, 1.0))
+            q, m = np.where(t > 0, t * lt, 0.0) - t * x, t * (np.abs(lt) + np.abs(x))
+        if p["reduction"] == "none":
+            return q, 8 * 7 * U * m + 0.5 * ulp(q, out) + FP32.smallest_normal
+        K = q.size
+        div = {"sum": 1, "mean": K, "batchmean": x.shape[0]}[p["reduction"]]
+        r = np.asarray(q.sum() / div)
+        # probabilistic, 8 (sqrt(K) + 6) u times the parts' magnitude: the corpus's observability threshold
+        return r, np.asarray(8 * (math.sqrt(K) + 6) * U * m.sum() / div + 0.5 * ulp(r, out))
     if op in ("layer_norm", "rms_norm"):
         x, eps = a[0], p["eps"]
         w = a[1] if len(a) > 1 and a[1] is not None else 1.0

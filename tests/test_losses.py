@@ -290,3 +290,167 @@ def test_kernelbench_problem_reference_faithful_and_near_miss(fmt):
     assert not miss.passed
     if fmt == "float32":  # the forward is F.smooth_l1_loss: judged by its op standard too
         assert any(s.startswith("NS-SMOOTHL1LOSS-FP32@") for s in faithful.standards), faithful.standards
+
+
+# ----------------------------------------------------------------------------------------- kl_div
+
+
+def _logp_rows(g, shape, scale=1.0):
+    z = g.standard_normal(shape) * scale
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def _kl_inputs(shape=(16, 50), seed=0, log_target=False):
+    g = np.random.default_rng(seed)
+    x = _logp_rows(g, shape).astype(np.float32)
+    lt = _logp_rows(g, shape, 2.0)
+    return x, (lt if log_target else np.exp(lt)).astype(np.float32)
+
+
+def _kl_exact(x, t, log_target: bool, reduction: str):
+    """The loss in 60-digit mpmath, term by term from the definition."""
+    import mpmath
+
+    mpmath.mp.dps = 60
+    q = []
+    for xi, ti in zip(x.reshape(-1), t.reshape(-1)):
+        xm, tm = mpmath.mpf(float(xi)), mpmath.mpf(float(ti))
+        if log_target:
+            q.append(mpmath.exp(tm) * (tm - xm))
+        else:
+            q.append(mpmath.mpf(0) if tm == 0 else tm * (mpmath.log(tm) - xm))
+    if reduction == "none":
+        return q
+    total = mpmath.fsum(q)
+    return [total / {"sum": 1, "mean": len(q), "batchmean": x.shape[0]}[reduction]]
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+@pytest.mark.parametrize("reduction", ["batchmean", "mean", "sum", "none"])
+def test_kl_reference_within_its_bound_of_the_mpmath_value(log_target, reduction):
+    import mpmath
+
+    x, t = _kl_inputs((4, 9), seed=11, log_target=log_target)
+    if not log_target:
+        t[0, :2] = [0.0, 2.0 ** -140]  # xlogy's 0 and a subnormal target
+    ref = reference("kl_div", [x, t], reduction=reduction, log_target=log_target)
+    values = np.asarray(ref.values, np.float64).reshape(-1)
+    bound = np.asarray(ref.error_bound, np.float64).reshape(-1)
+    for v, b, e in zip(values, bound, _kl_exact(x, t, log_target, reduction)):
+        assert abs(mpmath.mpf(float(v)) - e) <= mpmath.mpf(float(b)), (v, e, b)
+    assert ref.aux["N"] == 4 and ref.aux["K"] == (1.0 if reduction == "none" else x.size)
+
+
+def test_kl_reference_by_hand():
+    x = np.log(np.array([[0.5, 0.5], [0.25, 0.75]], np.float32)).astype(np.float32)
+    t = np.array([[0.5, 0.5], [0.0, 1.0]], np.float32)
+    ref = reference("kl_div", [x, t], reduction="none")
+    # row 0: t = exp(x): every term t (log t - x) = 0; row 1: 0 (xlogy), 1 * (0 - log 0.75)
+    assert np.allclose(ref.values, [[0, 0], [0, -np.log(np.float32(0.75))]], atol=1e-7)
+    assert ref.values[1, 0] == 0.0
+    total = float(reference("kl_div", [x, t], reduction="sum").values)
+    assert float(reference("kl_div", [x, t], reduction="batchmean").values) == total / 2
+    assert float(reference("kl_div", [x, t], reduction="mean").values) == total / 4
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("log_target", [False, True])
+@pytest.mark.parametrize("reduction", ["batchmean", "mean", "sum", "none"])
+def test_kl_reference_matches_torch_float64_and_torch_fp32_passes(log_target, reduction):
+    torch = pytest.importorskip("torch")
+    for seed in range(2):
+        x, t = _kl_inputs((32, 500), seed=seed, log_target=log_target)
+        ref = reference("kl_div", [x, t], reduction=reduction, log_target=log_target)
+        tx, tt = torch.from_numpy(x), torch.from_numpy(t)
+        y64 = torch.nn.functional.kl_div(tx.double(), tt.double(), reduction=reduction, log_target=log_target)
+        assert np.allclose(ref.values, y64.numpy(), rtol=0, atol=64 * 2.0 ** -53 * float(np.max(ref.aux["mag"])))
+        y = torch.nn.functional.kl_div(tx, tt, reduction=reduction, log_target=log_target).numpy()
+        v = numstd.check(y, op="kl_div", inputs=[x, t], reduction=reduction, log_target=log_target)
+        assert v.passed, v.message
+        assert v.standard_id.startswith("NS-KLDIV-FP32@")
+
+
+def _kl_terms64(x, t):
+    return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0) - t * x
+
+
+def _kl_bugs():
+    n = lambda x: x.shape[0]  # noqa: E731
+    return [
+        ("mean for batchmean", lambda x, t: np.mean(_kl_terms64(x, t))),
+        ("sum for batchmean", lambda x, t: np.sum(_kl_terms64(x, t))),
+        ("divided by N - 1", lambda x, t: np.sum(_kl_terms64(x, t)) / (n(x) - 1)),
+        ("missing log", lambda x, t: np.sum(t * (t - x)) / n(x)),
+        ("flipped sign", lambda x, t: -np.sum(_kl_terms64(x, t)) / n(x)),
+        ("swapped arguments", lambda x, t: np.sum(np.exp(x) * (x - np.log(t))) / n(x)),
+        ("log of 0", lambda x, t: np.sum(t * np.log(t) - t * x) / n(x)),
+        ("zeros", lambda x, t: 0.0),
+    ]
+
+
+@pytest.mark.parametrize("name, fn", _kl_bugs(), ids=lambda x: x if isinstance(x, str) else None)
+def test_kl_planted_bugs_fail(name, fn):
+    x, t = _kl_inputs((16, 80), seed=1)
+    t[3, 5] = 0.0  # one zero target (only the log-of-0 bug cares)
+    with np.errstate(all="ignore"):
+        y = np.asarray(fn(x.astype(np.float64), t.astype(np.float64)), dtype=np.float32)
+    assert not numstd.check(y, op="kl_div", inputs=[x, t], reduction="batchmean").passed, name
+
+
+def test_kl_parameter_and_shape_errors():
+    x, t = _kl_inputs((4, 5))
+    y = np.float32(0.0)
+    with pytest.raises(ParameterError, match="log_target"):
+        numstd.check(y, op="kl_div", inputs=[x, t], log_target="yes")
+    with pytest.raises(ParameterError, match="reduction"):
+        numstd.check(y, op="kl_div", inputs=[x, t], reduction="avg")
+    with pytest.raises(ParameterError, match="reduction"):  # batchmean is kl_div's only
+        numstd.check(y, op="huber_loss", inputs=[x, t], reduction="batchmean")
+    with pytest.raises(ShapeError, match="kl_div: target has shape"):
+        numstd.check(y, op="kl_div", inputs=[x, t[:2]])
+    with pytest.raises(ShapeError, match="0 rows"):
+        numstd.check(y, op="kl_div", inputs=[x[:0], t[:0]], reduction="batchmean")
+
+
+def test_kl_verdict_does_not_depend_on_the_chunk_size():
+    x, t = _kl_inputs((64, 100), seed=3)
+    ref = reference("kl_div", [x, t], reduction="none")
+    y = np.asarray(ref.values, np.float32)
+    k = int(np.argmax(np.abs(y)))
+    y.reshape(-1)[k] *= np.float32(1 + 2 ** -10)
+    verdicts = [numstd.check(y, op="kl_div", inputs=[x, t], reduction="none", chunk_size=c) for c in (None, 100, 700)]
+    assert [v.passed for v in verdicts] == [False] * 3
+    assert len({(v.ulp.max, v.ulp.count) for v in verdicts}) == 1
+    assert numstd.check(np.asarray(ref.values, np.float32), op="kl_div", inputs=[x, t], reduction="none",
+                        chunk_size=100).passed
+
+
+@pytest.mark.torch
+def test_grade_detects_kl_div():
+    torch = pytest.importorskip("torch")
+
+    class KL(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.KLDivLoss(reduction="batchmean", log_target=True)
+
+        def forward(self, x, y):
+            return self.loss(torch.log_softmax(x, dim=1), y)
+
+    class Direct(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.kl_div(x, y, reduction="sum")
+
+    class Flipped(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.kl_div(y, x, reduction="sum")
+
+    def inputs():
+        return [torch.log_softmax(torch.randn(16, 64), dim=1), torch.softmax(torch.randn(16, 64), dim=1)]
+
+    r = numstd.grade(Direct, Direct, inputs, trials=1)
+    assert r.op == ("kl_div", {"reduction": "sum", "log_target": False})
+    assert r.passed and any(s.startswith("NS-KLDIV-FP32@") for s in r.standards)
+    assert not numstd.grade(Direct, Flipped, inputs, trials=1).passed
+    assert numstd.grade(KL, KL, inputs, trials=1).passed

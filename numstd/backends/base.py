@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "kl_div_loss", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -263,3 +263,19 @@ def huber_terms(xp: Any, x: Any, target: Any, delta: float, smooth: bool) -> Any
     if smooth:
         return xp.where(z < delta, quad / delta, z - 0.5 * delta)
     return xp.where(z < delta, quad, delta * (z - 0.5 * delta))
+
+
+def kl_div_loss(xp: Any, x: Any, target: Any, reduction: str, log_target: bool) -> Any:
+    """torch.nn.functional.kl_div's formula in the inputs' dtype (``xp``: numpy or jax.numpy):
+    ``exp(t) (t - x)`` for log targets, else ``xlogy(t, t) - t x`` (0 where t = 0), reduced
+    (``"batchmean"``: the sum over ``x.shape[0]``)."""
+    if log_target:
+        loss = xp.exp(target) * (target - x)
+    else:
+        pos = target > 0
+        other = xp.where(target == 0, xp.zeros_like(target), xp.full_like(target, xp.nan))
+        tlogt = xp.where(pos, target * xp.log(xp.where(pos, target, xp.ones_like(target))), other)
+        loss = tlogt - target * x
+    if reduction == "batchmean":
+        return xp.sum(loss) / (x.shape[0] if x.ndim else 1)
+    return reduce_loss(xp, loss, reduction)

@@ -27,6 +27,7 @@ cross_entropy  ``(max + log sum exp(x - max)) - x[target]``, then mean / sum / n
 mse_loss       ``d = input - target; np.mean(d * d)`` / ``np.sum`` / ``d * d``
 huber_loss     ``z = |input - target|; where(z < delta, 0.5 z z, delta (z - 0.5 delta))``, reduced
 smooth_l1_loss ``where(z < beta, 0.5 z z / beta, z - 0.5 beta)`` (``z`` for beta = 0), reduced
+kl_div         ``xlogy(t, t) - t x`` (log_target: ``exp(t) (t - x)``), reduced (batchmean: sum / N)
 =============  ===================================================================================
 """
 
@@ -37,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, huber_terms, reduce_loss, version_string
+from .base import Backend, huber_terms, kl_div_loss, reduce_loss, version_string
 
 __all__ = ["NumpyBackend"]
 
@@ -151,6 +152,7 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "mse_loss": lambda a, p: _mse_loss(a[0], a[1], p["reduction"]),
     "huber_loss": lambda a, p: reduce_loss(np, huber_terms(np, a[0], a[1], p["delta"], False), p["reduction"]),
     "smooth_l1_loss": lambda a, p: reduce_loss(np, huber_terms(np, a[0], a[1], p["beta"], True), p["reduction"]),
+    "kl_div": lambda a, p: kl_div_loss(np, a[0], a[1], p["reduction"], p["log_target"]),
 }
 
 

@@ -21,6 +21,7 @@ cross_entropy  ``F.cross_entropy(logits, target, reduction=...)``
 mse_loss       ``F.mse_loss(input, target, reduction=...)`` (the entry's call)
 huber_loss     ``F.huber_loss(input, target, reduction=..., delta=...)`` (the entry's call)
 smooth_l1_loss ``F.smooth_l1_loss(input, target, reduction=..., beta=...)`` (the entry's call)
+kl_div         ``F.kl_div(input, target, reduction=..., log_target=...)`` (the entry's call)
 =============  ===============================================================================
 
 Flags: ``allow_tf32`` (default False) sets ``torch.backends.cuda.matmul.allow_tf32`` (and the cuDNN

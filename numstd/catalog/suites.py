@@ -25,7 +25,8 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 
 Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
-mse_loss, huber_loss and smooth_l1_loss the shape of ``input`` (``target`` an independent draw of the same distribution),
+mse_loss, huber_loss and smooth_l1_loss the shape of ``input``; kl_div ``[N, C]``, log_softmax rows
+against softmax rows (log_softmax with ``log_target``) (``target`` an independent draw of the same distribution),
 conv ``[N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]`` (1 to 3 spatial
 dims; the last four parameters become the case's ``params``, the weight is drawn normal / sqrt(K)),
 conv_transpose ``[N, C_in, C_out, groups, stride, padding, output_padding, dilation, *kernel, *spatial]``
@@ -207,6 +208,14 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
     elif op in ("mse_loss", "huber_loss", "smooth_l1_loss"):
         inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(draw(rng, shape, distribution, fmt(1)), 1)]
+    elif op == "kl_div":  # log-probabilities against probabilities (log-probabilities for log_target)
+        def logp(z: np.ndarray) -> np.ndarray:
+            z = z - z.max(axis=-1, keepdims=True)
+            return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+        lt = logp(draw(rng, shape, distribution, fmt(1)))
+        inputs = [q(logp(draw(rng, shape, distribution, fmt(0))), 0),
+                  q(lt if (params or {}).get("log_target") else np.exp(lt), 1)]
     elif op in ("layer_norm", "rms_norm"):
         x = q(draw(rng, shape, distribution, fmt(0)), 0)
         w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)

@@ -711,8 +711,196 @@ def _hub_zeros(op, inputs, w, params, out):
     return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# kl_div
+# ---------------------------------------------------------------------------------------------
+
+
+def _kl_terms(inputs: list, w: Work, params: Mapping[str, Any], form: str = "xlogy") -> np.ndarray:
+    """kl_div's terms in the working format, every operation rounded (log and exp correctly rounded
+    into it): ``form`` "xlogy" is torch's ``xlogy(t, t) - t x``, "diff" ``t (log t - x)``; the bugs
+    "nolog" ``t (t - x)``, "flipped" ``t (x - log t)``, "reversed" KL(input || target)
+    ``exp(x) (x - log t)``, "rawlog" ``t log t - t x`` without xlogy's 0 at t = 0."""
+    x, t = w.load(inputs[0]), w.load(inputs[1])
+    if params.get("log_target", False):
+        e = w.q(np.exp(f64(t)))
+        return w.q(e * w.q(t - x))
+    pos = t > 0
+    lt = w.q(np.log(np.where(pos, f64(t), 1.0)))
+    if form == "diff":
+        return np.where(pos, w.q(t * w.q(lt - x)), w.q(-t * x) * 0.0)
+    if form == "nolog":
+        return w.q(t * w.q(t - x))
+    if form == "flipped":
+        return np.where(pos, w.q(t * w.q(x - lt)), 0.0)
+    if form == "reversed":
+        lt_all = w.q(np.log(f64(t)))
+        return w.q(w.q(np.exp(f64(x))) * w.q(x - lt_all))
+    tlogt = w.q(t * lt) if form != "rawlog" else w.q(t * w.q(np.log(f64(t))))
+    tlogt = np.where(pos | (form == "rawlog"), tlogt, 0.0)
+    return w.q(tlogt - w.q(t * x))
+
+
+def _kl_reduce(q: np.ndarray, params: Mapping[str, Any], w: Work, n: int, order: str = "blocked",
+               **kw: Any) -> np.ndarray:
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return q
+    kw = kw or ({"block": _MSE_BLOCK} if order == "blocked" else {})
+    s = row_sum(f64(q).reshape(1, -1), w.fmt, order, **kw)[0, 0] if q.size else np.float64(0.0)
+    div = {"sum": 1, "mean": q.size, "batchmean": n}[red]
+    return np.asarray(s) if div == 1 else np.asarray(w.q(np.float64(s) / div))
+
+
+def _rows(inputs: list) -> int:
+    return int(np.shape(inputs[0])[0]) if np.ndim(inputs[0]) else 1
+
+
+def _kl_differs(core: Callable) -> Callable:
+    """``observable``: off the float64 loss by more than 8 output ULPs plus ``8 (sqrt(K) + 6) u_fp32``
+    times the reference's ``mag`` (4x a model of lam = 1, margin 2), somewhere."""
+    from ..core.formats import get_format
+    from ..core.ulp import ulp
+    from ..reference import reference
+
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        fp32 = get_format("float32")
+        with np.errstate(all="ignore"):
+            y = f64(finish(np.asarray(core(inputs, Work(fp32), params, out)), out))
+            ref = reference("kl_div", [f64(inputs[0]), f64(inputs[1])], **dict(params))
+            exact, mag = f64(ref.values), f64(ref.aux["mag"])
+        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 6.0) * fp32.u * mag
+        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
+
+    return observable
+
+
+def _kl(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+        observable: Any = None, acc_formats: tuple | None = None) -> Callable:
+    """Register ``core(inputs, w, params, out) -> loss in the working format`` for kl_div, rounded once
+    to the output format; ``observable=True``: :func:`_kl_differs`."""
+
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            with np.errstate(all="ignore"):
+                y = np.asarray(core(inputs, Work(acc), params, out))
+                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+
+        obs = _kl_differs(core) if observable is True else observable
+        variant("kl_div", name, family, legit, description, applies, obs, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, (_order, _kw, _desc) in {
+    "sequential": ("sequential", {}, "one running sum"),
+    "pairwise": ("pairwise", {}, "recursive halving, every partial sum rounded"),
+    "blocked128": ("blocked", {"block": _MSE_BLOCK}, "sequential sums of blocks of 128, block sums added in order"),
+    "splitk4": ("splitk", {"splits": 4}, "4 contiguous slices summed separately, then added"),
+    "kahan": ("kahan", {}, "Kahan compensated summation"),
+}.items():
+    _kl(_name, "accumulation-order", True,
+        f"torch's xlogy(t, t) - t x in the accumulation format (log correctly rounded into it), summed by "
+        f"{_desc}, then RN(s / K) (batchmean: / N)")(
+        lambda inputs, w, params, out, _o=_order, _k=_kw: _kl_reduce(_kl_terms(inputs, w, params), params, w,
+                                                                    _rows(inputs), _o, **_k))
+del _name, _order, _kw, _desc
+
+
+@_kl("log-difference", "formula", True, "t (log t - x) (0 where t = 0), pairwise sum")
+def _kl_diff(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "diff"), params, w, _rows(inputs), "pairwise")
+
+
+@_kl("numpy", "library", True, "numpy on float32 arrays: torch's formula with np.where, np.sum / np.mean",
+     acc_formats=FP32_ONLY)
+def _kl_numpy(inputs, w, params, out):
+    from ..backends.base import kl_div_loss
+
+    a = np.asarray(f64(inputs[0]), dtype=np.float32)
+    b = np.asarray(f64(inputs[1]), dtype=np.float32)
+    return kl_div_loss(np, a, b, params.get("reduction", "mean"), bool(params.get("log_target", False)))
+
+
+def _torch_kl(inputs, params, out, acc, seed):
+    import torch.nn.functional as F
+
+    y = F.kl_div(to_torch(inputs[0]), to_torch(inputs[1]), reduction=params.get("reduction", "mean"),
+                 log_target=bool(params.get("log_target", False)))
+    return finish(from_torch(y), out)
+
+
+variant("kl_div", "torch-cpu", "library", True, "torch.nn.functional.kl_div on CPU in the inputs' dtype",
+        torch_same_format, acc_formats=FP32_ONLY)(_torch_kl)
+
+
+@_kl("mean-not-batchmean", "scale", False,
+     "reduction='batchmean' returning the mean over every element (torch's own 'mean' trap): 1/C of the KL",
+     applies=_mse_is("batchmean"), observable=True)
+def _kl_mean_for_batchmean(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params), {"reduction": "mean"}, w, _rows(inputs))
+
+
+@_kl("sum-not-mean", "scale", False, "reduction='mean' or 'batchmean' returning the sum",
+     applies=_mse_is("mean", "batchmean"), observable=True)
+def _kl_sum_for_mean(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params), {"reduction": "sum"}, w, _rows(inputs))
+
+
+@_kl("by-n-minus-1", "scale", False, "batchmean's sum divided by N - 1", applies=_mse_is("batchmean"),
+     observable=True)
+def _kl_n_minus_1(inputs, w, params, out):
+    n = _rows(inputs)
+    s = _kl_reduce(_kl_terms(inputs, w, params), {"reduction": "sum"}, w, n)
+    return w.q(f64(s) / (n - 1)) if n > 1 else np.asarray(np.inf)
+
+
+@_kl("missing-log", "formula-error", False, "t (t - x): the log of the target forgotten", observable=True)
+def _kl_nolog(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "nolog"), params, w, _rows(inputs))
+
+
+@_kl("flipped-sign", "formula-error", False, "t (x - log t): the negated divergence", observable=True)
+def _kl_flipped(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "flipped"), params, w, _rows(inputs))
+
+
+@_kl("swapped-args", "formula-error", False,
+     "the arguments' roles swapped: KL(input || target) = exp(x) (x - log t) instead of KL(target || input)",
+     applies=lambda out, f, p: not p.get("log_target", False), observable=True)
+def _kl_reversed(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "reversed"), params, w, _rows(inputs))
+
+
+def _has_zero_target(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    return bool(np.any(f64(inputs[1]) == 0))
+
+
+@_kl("log-of-zero", "formula-error", False,
+     "t log t - t x without xlogy's 0 at t = 0: NaN (0 · -inf) wherever a target is 0",
+     applies=lambda out, f, p: not p.get("log_target", False), observable=_has_zero_target)
+def _kl_log0(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "rawlog"), params, w, _rows(inputs))
+
+
+@_kl("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16",
+     applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p), observable=True)
+def _kl_acc_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _kl_reduce(_kl_terms(inputs, w, params), params, Work(FORMATS["bfloat16"]), _rows(inputs), "sequential")
+
+
+@_kl("zeros", "zeros", False, "returns zeros of the right shape and dtype", observable=True)
+def _kl_zeros(inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
 #: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
 _CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale", "mean-not-sum": "scale",
-                 "by-k-minus-1": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
+                 "by-k-minus-1": "scale", "by-n-minus-1": "scale", "mean-not-batchmean": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
 
 VARIANTS: tuple = with_causes(_V, _CAUSES)

@@ -121,6 +121,12 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
             return None
         return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name == "kl_div":  # F.kl_div(input, target, size_average, reduce, reduction, log_target), nn.KLDivLoss
+        if any(kwargs.get(k) is not None for k in ("size_average", "reduce")) or any(a is not None for a in args[2:4]):
+            return None
+        return "kl_div", [x, _arg(args, kwargs, 1, "target")], {
+            "reduction": _arg(args, kwargs, 4, "reduction", "mean"),
+            "log_target": bool(_arg(args, kwargs, 5, "log_target", False))}
     if name in ("huber_loss", "smooth_l1_loss"):  # F.* and nn.HuberLoss / nn.SmoothL1Loss (their forwards)
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
             return None

@@ -74,7 +74,7 @@ def _cuttable_reduced_axis(op: str, params: dict, out_ndim: int) -> int:
 
 
 #: losses of two same-shape inputs (elementwise terms, then a reduction)
-_PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss")
+_PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss", "kl_div")
 
 
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:

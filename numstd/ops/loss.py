@@ -1,4 +1,4 @@
-"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss`` and ``smooth_l1_loss``.
+"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss``, ``smooth_l1_loss`` and ``kl_div``.
 
 Reference: :mod:`numstd.reference.loss`; variants: :mod:`numstd.corpus.losses`.
 """
@@ -66,6 +66,20 @@ def _threshold(name: str, allow_zero: bool) -> Any:
     return check
 
 
+def _kl_div_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    x, target = a
+    if p["reduction"] == "batchmean" and x.ndim and x.shape[0] == 0:
+        raise ShapeError(f"kl_div: reduction='batchmean' of an input {x.shape} with 0 rows is undefined; pass at "
+                         "least one row or use reduction='sum'")
+    return _mse_loss_shape(spec, a, p)
+
+
+def _flag(op: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(f"kl_div: log_target must be True or False, got {value!r}")
+    return bool(value)
+
+
 ENTRIES: tuple[OpInfo, ...] = (
     entry("cross_entropy", "loss", ("logits", "target"), 0, {"reduction": "mean"}, (
         'loss_n = logsumexp(logits[n]) - logits[n, target[n]] '
@@ -98,4 +112,14 @@ ENTRIES: tuple[OpInfo, ...] = (
           shape=_mse_loss_shape, reference="loss:smooth_l1_loss", corpus="losses", terms=("K",),
           param_checks={"beta": _threshold("beta", True)},
           calls={"torch": Call("torch.nn.functional.smooth_l1_loss", {"reduction": "reduction", "beta": "beta"})}),
+    entry("kl_div", "loss", ("input", "target"), 0, {"reduction": "mean", "log_target": False}, (
+        "l_i = target_i (log target_i - input_i) (0 where target_i = 0: torch's xlogy), or with "
+        "log_target=True exp(target_i) (target_i - input_i) (torch.nn.functional.kl_div without the legacy "
+        "size_average/reduce arguments): input holds log-probabilities, input and target of the same shape; "
+        "reduction 'mean' (sum / numel), 'batchmean' (sum / input.shape[0], the KL divergence per sample), "
+        "'sum' or 'none'."
+    ),
+          shape=_kl_div_shape, reference="loss:kl_div", corpus="losses", terms=("K", "N", "mag"),
+          param_checks={"log_target": _flag},
+          calls={"torch": Call("torch.nn.functional.kl_div", {"reduction": "reduction", "log_target": "log_target"})}),
 )

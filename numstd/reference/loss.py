@@ -38,6 +38,15 @@ linear ones round d (relative ``u z <= 2u (z - 0.5 delta)`` as ``z >= delta``), 
 the product by delta.  A branch picked on the rounded ``z`` near the threshold costs
 ``0.5 (z - delta)^2 <= 0.5 u^2 z^2`` (the two branches meet with equal slope), inside the slack.
 The terms are non-negative and reduced like mse_loss's (double-double sum, aux ``K``).
+
+kl_div: ``q_i = xlogy(t_i, t_i) - t_i x_i`` (torch's formula; 0 where ``t_i = 0``) or, with
+``log_target``, ``q_i = exp(t_i) (t_i - x_i)``, in float64.  The product ``t_i x_i`` of two inputs of
+at most 24 significant bits is exact; ``log`` and ``exp`` are within one float64 ulp (glibc's), so
+each term is within ``KL_TERM_C u m_i``, ``KL_TERM_C = 4.01``, of its value with
+``m_i = w_i (|l_i| + |x_i|)`` (``w = t, l = log t``; log_target ``w = exp(t), l = t``), the magnitude of
+the term's parts.  The terms have both signs: the double-double sum errs by ``|lo| + DD_C d u^2
+sum |q_i|``.  aux: ``K`` (numel, 1 for none), ``N`` (input.shape[0], 1 for a 0-d input) and ``mag``,
+the ``m_i`` reduced like the values (sum / K for mean, sum / N for batchmean).
 """
 
 from __future__ import annotations
@@ -47,13 +56,17 @@ import numpy as np
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C"]
+__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
+           "KL_TERM_C"]
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
 MSE_TERM_C = 3.01
 
 #: relative bound, in units of u, of one huber / smooth_l1 term (module docstring)
 HUBER_TERM_C = 4.01
+
+#: bound, in units of u times the term's magnitude m_i, of one kl_div term (module docstring)
+KL_TERM_C = 4.01
 
 #: params key of the whole batch's row count when the reference is computed in chunks of rows
 BATCH_KEY = "_batch"
@@ -136,3 +149,40 @@ def _reduce_terms(q: np.ndarray, c: float, reduction: str) -> tuple[np.ndarray, 
         return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
     qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), k)
     return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / k), aux
+
+
+def kl_div(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``kl_div(input, target, reduction, log_target)``; see the module docstring."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    t = np.asarray(arrays[1], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        if params["log_target"]:
+            w = np.exp(t)
+            q = w * (t - x)
+            m = w * (np.abs(t) + np.abs(x))
+        else:
+            pos = t > 0
+            lt = np.log(np.where(pos, t, 1.0))
+            tlogt = np.where(pos, t * lt, np.where(t == 0, 0.0, np.nan))
+            q = tlogt - t * x
+            m = np.abs(t) * (np.abs(lt) + np.abs(x))
+    reduction = params["reduction"]
+    n = float(params.get(BATCH_KEY, x.shape[0] if x.ndim else 1))
+    if reduction == "none":
+        return q, KL_TERM_C * U * m, {"K": np.asarray(1.0), "N": np.asarray(n), "mag": m}
+    k = q.size
+    div = {"sum": 1, "mean": k, "batchmean": int(n)}[reduction]
+    flat, mflat = q.reshape(-1), m.reshape(-1)
+    msum = float(np.sum(mflat)) if k else 0.0
+    aux = {"K": np.asarray(float(k)), "N": np.asarray(n), "mag": np.asarray(msum / div if div else 0.0)}
+    if k == 0:
+        return np.asarray(0.0), np.asarray(0.0), aux
+    if not np.all(np.isfinite(flat)):  # IEEE propagation of inf/NaN inputs
+        with np.errstate(all="ignore"):
+            return np.asarray(np.sum(flat) / div), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(flat, -1)
+    spread = DD_C * depth * U * U * float(np.sum(np.abs(flat))) + KL_TERM_C * U * msum
+    if div == 1:
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
