@@ -454,3 +454,23 @@ def test_grade_detects_kl_div():
     assert r.passed and any(s.startswith("NS-KLDIV-FP32@") for s in r.standards)
     assert not numstd.grade(Direct, Flipped, inputs, trials=1).passed
     assert numstd.grade(KL, KL, inputs, trials=1).passed
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+def test_torch_cpu_16_bit_kl_div_rounds_its_intermediates(fmt):
+    """Why no 16-bit kl_div standard under the fp32 policy: torch CPU's 16-bit kl_div(reduction='none')
+    is the once-rounded exact term on only a minority of elements (its xlogy and t·x are 16-bit
+    tensors), so NS-KLDIV-BF16/-FP16 would reject the framework's own kernel."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    dt = getattr(torch, fmt)
+    x = torch.log_softmax(torch.randn(64, 300, generator=g), 1).to(dt)
+    t = torch.softmax(2 * torch.randn(64, 300, generator=g), 1).to(dt)
+    y = torch.nn.functional.kl_div(x, t, reduction="none").double().numpy()
+    exact = torch.nn.functional.kl_div(x.double(), t.double(), reduction="none").numpy()
+    once = np.asarray(round_to(exact, fmt), np.float64)
+    assert (y == once).mean() < 0.5
+    with pytest.raises(numstd.StandardNotFound, match="NS-KLDIV-FP32"):
+        numstd.check(np.asarray(0.0, dtype=ml_dtypes.bfloat16 if fmt == "bfloat16" else np.float16), op="kl_div",
+                     inputs=[x.float().numpy().astype(ml_dtypes.bfloat16 if fmt == "bfloat16" else np.float16)] * 2)
