@@ -35,7 +35,7 @@ ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "
 #: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
 EXTREMA = ("amax", "amin")
 BRIEF_OPS = ("matmul", "linear", "conv", "conv_transpose", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
-             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div")
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss")
 
 # (shape, params, input formats, output format) per op; distributions per op.
 BF, F32 = "bfloat16", "float32"
@@ -79,6 +79,8 @@ CASES: dict[str, list] = {
     "kl_div": [((16, 20), {"reduction": "batchmean"}, F32, F32), ((16, 20), {}, F32, F32),
                ((16, 300), {"reduction": "sum", "log_target": True}, F32, F32),
                ((8, 30), {"reduction": "none"}, F32, F32)],
+    "nll_loss": [((64, 30), {}, F32, F32), ((64, 30), {"reduction": "sum", "ignore_index": 3}, F32, F32),
+                 ((40, 10), {"reduction": "none"}, F32, F32)],
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
@@ -98,6 +100,7 @@ DISTS: dict[str, tuple[str, ...]] = {
     "mse_loss": ("normal", "offset", "heavy"),
     "huber_loss": ("normal", "offset", "heavy"), "smooth_l1_loss": ("normal", "offset", "heavy"),
     "kl_div": ("normal", "offset", "heavy", "wide"),
+    "nll_loss": ("normal", "offset", "heavy"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
     "rms_norm": ("normal", "offset", "rowscale"),
     "attention": ("normal", "large"),
@@ -290,6 +293,16 @@ def _reference(op, arr, p, out, name=""):
         # threshold of these bugs (numstd.corpus.losses._hub_differs); worst case (K + 5) u would hide
         # a K - 1 denominator once K u > 1 / K
         return r, np.asarray(8 * (math.sqrt(K) + 5) * U * q.sum() * scale + 0.5 * ulp(r, out))
+    if op == "nll_loss":  # exact negations; K - 1 additions of the rows kept; one division
+        x, t = a[0], np.asarray(arr[1]).astype(np.int64)
+        keep = t != p["ignore_index"]
+        loss = np.where(keep, -np.take_along_axis(x, np.where(keep, t, 0)[:, None], axis=-1)[:, 0], 0.0)
+        if p["reduction"] == "none":
+            return loss, 0.5 * ulp(loss, out) + FP32.smallest_normal
+        K = int(keep.sum())
+        div = K if p["reduction"] == "mean" else 1
+        r = np.asarray(loss.sum() / div)
+        return r, np.asarray((K + 2) * U * np.abs(loss).sum() / div + 0.5 * ulp(r, out))
     if op == "kl_div":  # log or exp, products and a subtraction per term; K - 1 additions; one division
         x, t = a
         if p["log_target"]:

@@ -474,3 +474,119 @@ def test_torch_cpu_16_bit_kl_div_rounds_its_intermediates(fmt):
     with pytest.raises(numstd.StandardNotFound, match="NS-KLDIV-FP32"):
         numstd.check(np.asarray(0.0, dtype=ml_dtypes.bfloat16 if fmt == "bfloat16" else np.float16), op="kl_div",
                      inputs=[x.float().numpy().astype(ml_dtypes.bfloat16 if fmt == "bfloat16" else np.float16)] * 2)
+
+
+# --------------------------------------------------------------------------------------- nll_loss
+
+
+def _nll_inputs(n=64, c=30, seed=0, ignore=-100):
+    g = np.random.default_rng(seed)
+    z = g.standard_normal((n, c))
+    x = (z - z.max(1, keepdims=True) - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))).astype(np.float32)
+    t = g.integers(0, c, n)
+    t[::7] = ignore
+    return x, t
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignore", [-100, 2])
+def test_nll_reference_is_the_exact_rational_value(reduction, ignore):
+    x, t = _nll_inputs(9, 5, seed=4, ignore=ignore)
+    ref = reference("nll_loss", [x, t], reduction=reduction, ignore_index=ignore)
+    rows = [-Fraction(float(x[n, k])) if k != ignore else Fraction(0) for n, k in enumerate(t)]
+    kept = sum(1 for k in t if k != ignore)
+    exact = rows if reduction == "none" else [sum(rows, Fraction(0)) / (kept if reduction == "mean" else 1)]
+    for v, b, e in zip(np.asarray(ref.values).reshape(-1), np.asarray(ref.error_bound).reshape(-1), exact):
+        assert abs(Fraction(float(v)) - e) <= Fraction(float(b)), (v, float(e), b)
+    if reduction == "none":
+        assert not np.any(ref.error_bound)  # a negation is exact
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignore", [-100, 0])
+def test_torch_nll_loss_matches_float64_and_passes(reduction, ignore):
+    torch = pytest.importorskip("torch")
+    for seed in range(2):
+        x, t = _nll_inputs(512, 100, seed=seed, ignore=ignore)
+        ref = reference("nll_loss", [x, t], reduction=reduction, ignore_index=ignore)
+        tx, tt = torch.from_numpy(x), torch.from_numpy(t).long()
+        y64 = torch.nn.functional.nll_loss(tx.double(), tt, reduction=reduction, ignore_index=ignore).numpy()
+        assert np.allclose(ref.values, y64, rtol=4 * 2.0 ** -53, atol=0)
+        y = torch.nn.functional.nll_loss(tx, tt, reduction=reduction, ignore_index=ignore).numpy()
+        v = numstd.check(y, op="nll_loss", inputs=[x, t], reduction=reduction, ignore_index=ignore)
+        assert v.passed, v.message
+        assert v.standard_id.startswith("NS-NLLLOSS-FP32@")
+
+
+def _nll_bugs():
+    def pick(x, t, keep_ignored=False, shift=0, sign=-1.0):
+        keep = t != -100
+        idx = (np.mod(t, x.shape[1]) if keep_ignored else np.where(keep, t, 0)) + shift
+        v = sign * np.take_along_axis(x, np.mod(idx, x.shape[1])[:, None], 1)[:, 0]
+        return v if keep_ignored else np.where(keep, v, 0.0), keep
+
+    return [
+        ("ignored rows averaged in", lambda x, t: np.mean(pick(x, t, keep_ignored=True)[0])),
+        ("mean over all rows", lambda x, t: np.sum(pick(x, t)[0]) / t.size),
+        ("not negated", lambda x, t: np.sum(pick(x, t, sign=1.0)[0]) / np.sum(t != -100)),
+        ("labels off by one", lambda x, t: np.sum(pick(x, t, shift=1)[0]) / np.sum(t != -100)),
+        ("sum for mean", lambda x, t: np.sum(pick(x, t)[0])),
+        ("zeros", lambda x, t: 0.0),
+    ]
+
+
+@pytest.mark.parametrize("name, fn", _nll_bugs(), ids=lambda x: x if isinstance(x, str) else None)
+def test_nll_planted_bugs_fail(name, fn):
+    x, t = _nll_inputs(64, 30, seed=1)
+    y = np.asarray(fn(x.astype(np.float64), t), dtype=np.float32)
+    assert not numstd.check(y, op="nll_loss", inputs=[x, t]).passed, name
+
+
+def test_nll_parameter_and_shape_errors():
+    x, t = _nll_inputs(8, 5)
+    y = np.float32(0.0)
+    for bad in (1.5, "x", True, None):
+        with pytest.raises(ParameterError, match="ignore_index"):
+            numstd.check(y, op="nll_loss", inputs=[x, t], ignore_index=bad)
+    with pytest.raises(ShapeError, match="class index 5"):
+        numstd.check(y, op="nll_loss", inputs=[x, np.full(8, 5)])
+    with pytest.raises(ShapeError, match="every target ignored"):
+        numstd.check(y, op="nll_loss", inputs=[x, np.full(8, -100)])
+    assert numstd.check(np.float32(0.0), op="nll_loss", inputs=[x, np.full(8, -100)], reduction="sum").passed
+    with pytest.raises(ShapeError, match=r"\(N, C\)"):
+        numstd.check(y, op="nll_loss", inputs=[x[0], t[:1]])
+
+
+def test_nll_verdict_does_not_depend_on_the_chunk_size():
+    x, t = _nll_inputs(640, 20, seed=5)
+    ref = reference("nll_loss", [x, t], reduction="none")
+    y = np.asarray(ref.values, np.float32)
+    y[101] = np.nextafter(np.nextafter(y[101], np.float32(np.inf)), np.float32(np.inf))
+    verdicts = [numstd.check(y, op="nll_loss", inputs=[x, t], reduction="none", chunk_size=c) for c in (None, 64, 1000)]
+    assert len({(v.passed, v.ulp.max, v.ulp.count) for v in verdicts}) == 1
+
+
+@pytest.mark.torch
+def test_grade_detects_nll_loss():
+    torch = pytest.importorskip("torch")
+
+    class NLL(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.NLLLoss(ignore_index=1, reduction="sum")
+
+        def forward(self, x, t):
+            return self.loss(x, t)
+
+    class Plus(torch.nn.Module):
+        def forward(self, x, t):
+            return torch.nn.functional.nll_loss(x, t, reduction="sum", ignore_index=1) * 1.01
+
+    def inputs():
+        return [torch.log_softmax(torch.randn(64, 10), 1), torch.randint(0, 10, (64,))]
+
+    r = numstd.grade(NLL, NLL, inputs, trials=1)
+    assert r.op == ("nll_loss", {"reduction": "sum", "ignore_index": 1})
+    assert r.passed and any(s.startswith("NS-NLLLOSS-FP32@") for s in r.standards)
+    assert not numstd.grade(NLL, Plus, inputs, trials=1).passed

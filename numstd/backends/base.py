@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "kl_div_loss", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "kl_div_loss", "nll_loss_of", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -278,4 +278,15 @@ def kl_div_loss(xp: Any, x: Any, target: Any, reduction: str, log_target: bool) 
         loss = tlogt - target * x
     if reduction == "batchmean":
         return xp.sum(loss) / (x.shape[0] if x.ndim else 1)
+    return reduce_loss(xp, loss, reduction)
+
+
+def nll_loss_of(xp: Any, x: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+    """torch.nn.functional.nll_loss's formula (``xp``: numpy or jax.numpy): ``-x[n, t_n]``, 0 for
+    ignored rows, the mean over the rows kept."""
+    keep = target != ignore_index
+    picked = xp.take_along_axis(x, xp.where(keep, target, 0)[:, None], axis=-1)[:, 0]
+    loss = xp.where(keep, -picked, xp.zeros_like(picked))
+    if reduction == "mean":
+        return xp.sum(loss) / xp.sum(keep).astype(x.dtype)
     return reduce_loss(xp, loss, reduction)

@@ -208,6 +208,13 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
     elif op in ("mse_loss", "huber_loss", "smooth_l1_loss"):
         inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(draw(rng, shape, distribution, fmt(1)), 1)]
+    elif op == "nll_loss":  # log_softmax rows; about 1 in 8 targets is ignore_index
+        nrow, c = shape
+        z = draw(rng, (nrow, c), distribution, fmt(0))
+        z = z - z.max(axis=-1, keepdims=True)
+        t = rng.integers(0, c, nrow)
+        t[rng.random(nrow) < 0.125] = (params or {}).get("ignore_index", -100)
+        inputs = [q(z - np.log(np.exp(z).sum(axis=-1, keepdims=True)), 0), t]
     elif op == "kl_div":  # log-probabilities against probabilities (log-probabilities for log_target)
         def logp(z: np.ndarray) -> np.ndarray:
             z = z - z.max(axis=-1, keepdims=True)

@@ -899,8 +899,131 @@ def _kl_zeros(inputs, w, params, out):
     return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# nll_loss
+# ---------------------------------------------------------------------------------------------
+
+
+def _nll_parts(inputs: list, w: Work, params: Mapping[str, Any], *, ignore: bool = True, shift: int = 0,
+               sign: float = -1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The per-row losses ``-x[n, t_n]`` (exact) and the rows kept; the bugs: ``ignore`` False (the
+    ignore_index rows read as class C - 100 ... wrapped, i.e. not left out), ``shift`` (labels off by
+    one), ``sign`` +1 (not negated)."""
+    x = w.load(inputs[0])
+    t = np.asarray(inputs[1]).astype(np.int64)
+    c = x.shape[-1]
+    keep = t != params.get("ignore_index", -100)
+    idx = np.where(keep, t, 0) if ignore else np.mod(t, c)
+    idx = np.mod(idx + shift, c)
+    picked = np.take_along_axis(x, idx[:, None], axis=-1)[:, 0] if x.size else np.zeros(t.shape)
+    loss = sign * picked
+    return (np.where(keep, loss, 0.0), keep) if ignore else (loss, np.ones_like(keep))
+
+
+def _nll_reduce(loss: np.ndarray, keep: np.ndarray, params: Mapping[str, Any], w: Work, order: str = "sequential",
+                denom: int | None = None) -> np.ndarray:
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return loss
+    s = row_sum(f64(loss)[None, :], w.fmt, order)[0, 0] if loss.size else np.float64(0.0)
+    if red == "sum":
+        return np.asarray(s)
+    return np.asarray(w.q(np.float64(s) / (int(np.sum(keep)) if denom is None else denom)))
+
+
+def _nll(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+         observable: Callable | None = None, acc_formats: tuple | None = None) -> Callable:
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            with np.errstate(all="ignore"):
+                return finish(np.asarray(core(inputs, Work(acc), params, out)), out)
+
+        variant("nll_loss", name, family, legit, description, applies, observable, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, _order in (("sequential", "sequential"), ("pairwise", "pairwise"), ("tree", "tree"), ("kahan", "kahan")):
+    _nll(_name, "accumulation-order", True, f"-x[n, t_n] (0 for ignored rows) summed {_name}, / rows kept")(
+        lambda inputs, w, params, out, _o=_order: _nll_reduce(*_nll_parts(inputs, w, params), params, w, _o))
+del _name, _order
+
+
+@_nll("numpy", "library", True, "numpy on float32 arrays: take_along_axis, np.where, np.sum / rows kept",
+      acc_formats=FP32_ONLY)
+def _nll_numpy(inputs, w, params, out):
+    from ..backends.base import nll_loss_of
+
+    x = np.asarray(f64(inputs[0]), dtype=np.float32)
+    return nll_loss_of(np, x, np.asarray(inputs[1]).astype(np.int64), params.get("reduction", "mean"),
+                       params.get("ignore_index", -100))
+
+
+def _torch_nll(inputs, params, out, acc, seed):
+    import torch
+    import torch.nn.functional as F
+
+    y = F.nll_loss(to_torch(inputs[0]), torch.as_tensor(np.asarray(inputs[1]).astype(np.int64)),
+                   reduction=params.get("reduction", "mean"), ignore_index=params.get("ignore_index", -100))
+    return finish(from_torch(y), out)
+
+
+variant("nll_loss", "torch-cpu", "library", True, "torch.nn.functional.nll_loss on CPU in the inputs' dtype",
+        torch_same_format, acc_formats=FP32_ONLY)(_torch_nll)
+
+
+def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    return bool(np.any(np.asarray(inputs[1]) == params.get("ignore_index", -100)))
+
+
+@_nll("ignore-index-ignored", "formula-error", False,
+      "ignore_index rows not left out (their index wrapped into [0, C) and averaged in); observable when "
+      "some target is ignore_index", observable=_some_ignored)
+def _nll_no_ignore(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params, ignore=False), params, w)
+
+
+@_nll("mean-over-all-rows", "scale", False,
+      "ignored rows left out of the sum but counted in the mean's denominator (sum / N)",
+      applies=_mse_is("mean"), observable=_some_ignored)
+def _nll_all_rows(inputs, w, params, out):
+    loss, keep = _nll_parts(inputs, w, params)
+    return _nll_reduce(loss, keep, params, w, denom=loss.size)
+
+
+@_nll("not-negated", "formula-error", False, "x[n, t_n] without the minus sign")
+def _nll_sign(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params, sign=1.0), params, w)
+
+
+@_nll("off-by-one", "formula-error", False, "labels read one class off (t_n + 1 mod C)")
+def _nll_shift(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params, shift=1), params, w)
+
+
+@_nll("sum-not-mean", "scale", False, "reduction='mean' returning the sum", applies=_mse_is("mean"))
+def _nll_sum(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params), {"reduction": "sum"}, w)
+
+
+@_nll("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16",
+      applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p))
+def _nll_acc_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _nll_reduce(*_nll_parts(inputs, w, params), params, Work(FORMATS["bfloat16"]))
+
+
+@_nll("zeros", "zeros", False, "returns zeros of the right shape and dtype")
+def _nll_zeros(inputs, w, params, out):
+    n = np.shape(inputs[1])[0]
+    return np.zeros(n) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
 #: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
 _CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale", "mean-not-sum": "scale",
-                 "by-k-minus-1": "scale", "by-n-minus-1": "scale", "mean-not-batchmean": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
+                 "by-k-minus-1": "scale", "by-n-minus-1": "scale", "mean-not-batchmean": "scale", "mean-over-all-rows": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
 
 VARIANTS: tuple = with_causes(_V, _CAUSES)

@@ -121,6 +121,13 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
             return None
         return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name == "nll_loss":  # F.nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction)
+        if _arg(args, kwargs, 2, "weight") is not None or any(_arg(args, kwargs, i, k) is not None
+                                                             for i, k in ((3, "size_average"), (5, "reduce"))):
+            return None
+        return "nll_loss", [x, _arg(args, kwargs, 1, "target")], {
+            "reduction": _arg(args, kwargs, 6, "reduction", "mean"),
+            "ignore_index": int(_arg(args, kwargs, 4, "ignore_index", -100))}
     if name == "kl_div":  # F.kl_div(input, target, size_average, reduce, reduction, log_target), nn.KLDivLoss
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce")) or any(a is not None for a in args[2:4]):
             return None

@@ -1,4 +1,4 @@
-"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss``, ``smooth_l1_loss`` and ``kl_div``.
+"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss``, ``smooth_l1_loss``, ``kl_div`` and ``nll_loss``.
 
 Reference: :mod:`numstd.reference.loss`; variants: :mod:`numstd.corpus.losses`.
 """
@@ -74,6 +74,31 @@ def _kl_div_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...
     return _mse_loss_shape(spec, a, p)
 
 
+def _nll_loss_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    x, target = a
+    if x.ndim != 2:
+        raise ShapeError(f"nll_loss: input has shape {x.shape}; it must be (N, C) log-probabilities "
+                         "(reshape to (-1, C))")
+    n, c = x.shape
+    if target.shape != (n,):
+        raise ShapeError(f"nll_loss: target has shape {target.shape}; it must be ({n},), one class index per row")
+    keep = target != p["ignore_index"]
+    if np.any(keep) and (int(target[keep].min()) < 0 or int(target[keep].max()) >= c):
+        bad = int(target[keep].min()) if int(target[keep].min()) < 0 else int(target[keep].max())
+        raise ShapeError(f"nll_loss: target holds class index {bad}, outside [0, {c}) and not ignore_index "
+                         f"({p['ignore_index']})")
+    if p["reduction"] == "mean" and not np.any(keep):
+        raise ShapeError("nll_loss: reduction='mean' with every target ignored (or 0 rows) is undefined "
+                         "(torch returns NaN); use reduction='sum'")
+    return (n,) if p["reduction"] == "none" else ()
+
+
+def _index(op: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"{op}: ignore_index must be an int, got {value!r}; the default is -100")
+    return int(value)
+
+
 def _flag(op: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ParameterError(f"kl_div: log_target must be True or False, got {value!r}")
@@ -122,4 +147,13 @@ ENTRIES: tuple[OpInfo, ...] = (
           shape=_kl_div_shape, reference="loss:kl_div", corpus="losses", terms=("K", "N", "mag"),
           param_checks={"log_target": _flag},
           calls={"torch": Call("torch.nn.functional.kl_div", {"reduction": "reduction", "log_target": "log_target"})}),
+    entry("nll_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "ignore_index": -100}, (
+        "loss_n = -input[n, target[n]] (torch.nn.functional.nll_loss without weight): input (N, C) "
+        "log-probabilities, target (N,) integers in [0, C) or ignore_index (those rows count 0 and are left "
+        "out of the mean); reduction 'mean' (sum / rows kept), 'sum' or 'none' (the N losses)."
+    ),
+          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag"),
+          integer_inputs=(1,), param_checks={"ignore_index": _index},
+          calls={"torch": Call("torch.nn.functional.nll_loss",
+                               {"reduction": "reduction", "ignore_index": "ignore_index"})}),
 )

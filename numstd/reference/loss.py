@@ -47,6 +47,10 @@ each term is within ``KL_TERM_C u m_i``, ``KL_TERM_C = 4.01``, of its value with
 the term's parts.  The terms have both signs: the double-double sum errs by ``|lo| + DD_C d u^2
 sum |q_i|``.  aux: ``K`` (numel, 1 for none), ``N`` (input.shape[0], 1 for a 0-d input) and ``mag``,
 the ``m_i`` reduced like the values (sum / K for mean, sum / N for batchmean).
+
+nll_loss: ``loss_n = -x[n, t_n]`` (exact), 0 where ``t_n = ignore_index``; summed in double-double,
+the mean divided by the rows kept.  aux: ``K`` the rows kept (1 for none) and ``mag`` the ``|loss_n|``
+reduced like the values.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ import numpy as np
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
+__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
            "KL_TERM_C"]
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
@@ -182,6 +186,33 @@ def kl_div(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
             return np.asarray(np.sum(flat) / div), np.asarray(np.inf), aux
     hi, lo, depth = pairwise_sum(flat, -1)
     spread = DD_C * depth * U * U * float(np.sum(np.abs(flat))) + KL_TERM_C * U * msum
+    if div == 1:
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
+
+
+def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``nll_loss(input, target, reduction, ignore_index)``; see the module docstring."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    t = np.asarray(arrays[1]).astype(np.int64)
+    keep = t != params["ignore_index"]
+    picked = np.take_along_axis(x, np.where(keep, t, 0)[:, None], axis=-1)[:, 0] if x.size else np.zeros(t.shape)
+    loss = np.where(keep, -picked, 0.0)
+    reduction = params["reduction"]
+    if reduction == "none":
+        return loss, np.zeros_like(loss), {"K": np.asarray(1.0), "mag": np.abs(loss)}
+    k = int(np.sum(keep))
+    div = k if reduction == "mean" else 1
+    mag = float(np.sum(np.abs(loss)))
+    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(mag / div if div else 0.0)}
+    if loss.size == 0 or k == 0:
+        return np.asarray(0.0), np.asarray(0.0), aux
+    if not np.all(np.isfinite(loss)):
+        with np.errstate(all="ignore"):
+            return np.asarray(np.sum(loss) / div), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(loss, -1)
+    spread = DD_C * depth * U * U * mag
     if div == 1:
         return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
     qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
