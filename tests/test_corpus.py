@@ -35,7 +35,7 @@ ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "
 #: exact reductions: any output off the exact extremum is a detection, non-finite ones of another class too
 EXTREMA = ("amax", "amin")
 BRIEF_OPS = ("matmul", "linear", "conv", "conv_transpose", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
-             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss")
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss")
 
 # (shape, params, input formats, output format) per op; distributions per op.
 BF, F32 = "bfloat16", "float32"
@@ -81,6 +81,8 @@ CASES: dict[str, list] = {
                ((8, 30), {"reduction": "none"}, F32, F32)],
     "nll_loss": [((64, 30), {}, F32, F32), ((64, 30), {"reduction": "sum", "ignore_index": 3}, F32, F32),
                  ((40, 10), {"reduction": "none"}, F32, F32)],
+    "hinge_embedding_loss": [((16, 20), {}, F32, F32), ((16, 300), {"reduction": "sum", "margin": 0.5}, F32, F32),
+                             ((40, 10), {"reduction": "none", "margin": 2.0}, F32, F32)],
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
@@ -101,6 +103,7 @@ DISTS: dict[str, tuple[str, ...]] = {
     "huber_loss": ("normal", "offset", "heavy"), "smooth_l1_loss": ("normal", "offset", "heavy"),
     "kl_div": ("normal", "offset", "heavy", "wide"),
     "nll_loss": ("normal", "offset", "heavy"),
+    "hinge_embedding_loss": ("normal", "offset", "heavy"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
     "rms_norm": ("normal", "offset", "rowscale"),
     "attention": ("normal", "large"),
@@ -293,6 +296,18 @@ def _reference(op, arr, p, out, name=""):
         # threshold of these bugs (numstd.corpus.losses._hub_differs); worst case (K + 5) u would hide
         # a K - 1 denominator once K u > 1 / K
         return r, np.asarray(8 * (math.sqrt(K) + 5) * U * q.sum() * scale + 0.5 * ulp(r, out))
+    if op == "hinge_embedding_loss":  # x exact, margin - x rounded once; K - 1 additions; one division
+        x, y = a
+        h = np.maximum(p["margin"] - x, 0.0)
+        loss = np.where(y == 1, x, h)
+        m = np.abs(loss) + np.where((y != 1) & (h > 0), abs(p["margin"]), 0.0)
+        if p["reduction"] == "none":
+            return loss, 2 * U * m + 0.5 * ulp(loss, out) + FP32.smallest_normal
+        K = loss.size
+        div = K if p["reduction"] == "mean" else 1
+        r = np.asarray(loss.sum() / div)
+        # probabilistic, 8 (sqrt(K) + 3) u times mag: the corpus's observability threshold
+        return r, np.asarray(8 * (math.sqrt(K) + 3) * U * m.sum() / div + 0.5 * ulp(r, out))
     if op == "nll_loss":  # exact negations; K - 1 additions of the rows kept; one division
         x, t = a[0], np.asarray(arr[1]).astype(np.int64)
         keep = t != p["ignore_index"]

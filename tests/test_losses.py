@@ -609,3 +609,106 @@ def test_torch_cpu_bf16_nll_loss_is_not_once_rounded():
         exact = torch.nn.functional.nll_loss(x.double(), t).item()
         worst = max(worst, abs(y - exact) / float(ulp(np.asarray(exact), "bfloat16")))
     assert worst > 0.5
+
+
+# --------------------------------------------------------------------------- hinge_embedding_loss
+
+
+def _hinge_inputs(shape=(32, 100), seed=0):
+    g = np.random.default_rng(seed)
+    return (g.standard_normal(shape) * 1.5).astype(np.float32), g.choice([-1.0, 1.0], size=shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("margin", [1.0, 0.3, -0.5])
+def test_hinge_reference_within_its_bound_of_the_exact_rational_value(reduction, margin):
+    x, y = _hinge_inputs((5, 7), seed=6)
+    x[0, :3] = [2.0 ** 40, np.float32(margin), -(2.0 ** -30)]
+    y[0, :3] = -1.0
+    ref = reference("hinge_embedding_loss", [x, y], reduction=reduction, margin=margin)
+    mf = Fraction(margin)
+    q = [Fraction(float(a)) if b == 1 else max(mf - Fraction(float(a)), Fraction(0))
+         for a, b in zip(x.reshape(-1), y.reshape(-1))]
+    exact = q if reduction == "none" else [sum(q, Fraction(0)) / (len(q) if reduction == "mean" else 1)]
+    for v, b, e in zip(np.asarray(ref.values).reshape(-1), np.asarray(ref.error_bound).reshape(-1), exact):
+        assert abs(Fraction(float(v)) - e) <= Fraction(float(b)), (v, float(e), b)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("margin", [1.0, 0.25])
+def test_torch_hinge_matches_float64_and_passes(reduction, margin):
+    torch = pytest.importorskip("torch")
+    for seed in range(2):
+        x, y = _hinge_inputs((64, 500), seed=seed)
+        ref = reference("hinge_embedding_loss", [x, y], reduction=reduction, margin=margin)
+        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+        f = torch.nn.functional.hinge_embedding_loss
+        y64 = f(tx.double(), ty.double(), margin=margin, reduction=reduction).numpy()
+        assert np.allclose(ref.values, y64, rtol=0, atol=8 * 2.0 ** -53 * float(np.max(ref.aux["mag"])))
+        out = f(tx, ty, margin=margin, reduction=reduction).numpy()
+        v = numstd.check(out, op="hinge_embedding_loss", inputs=[x, y], reduction=reduction, margin=margin)
+        assert v.passed, v.message
+        assert v.standard_id.startswith("NS-HINGEEMBEDDINGLOSS-FP32@")
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("missing clamp", lambda x, y: np.mean(np.where(y == 1, x, 1.0 - x))),
+    ("labels swapped", lambda x, y: np.mean(np.where(y == -1, x, np.maximum(1.0 - x, 0)))),
+    ("negated positive", lambda x, y: np.mean(np.where(y == 1, -x, np.maximum(1.0 - x, 0)))),
+    ("sum for mean", lambda x, y: np.sum(np.where(y == 1, x, np.maximum(1.0 - x, 0)))),
+    ("zeros", lambda x, y: 0.0),
+])
+def test_hinge_planted_bugs_fail(name, fn):
+    x, y = _hinge_inputs((16, 80), seed=1)
+    out = np.asarray(fn(x.astype(np.float64), y.astype(np.float64)), dtype=np.float32)
+    assert not numstd.check(out, op="hinge_embedding_loss", inputs=[x, y]).passed, name
+
+
+def test_hinge_parameter_and_shape_errors():
+    x, y = _hinge_inputs((4, 5))
+    out = np.float32(0.0)
+    for bad in (float("nan"), float("inf"), "1", True):
+        with pytest.raises(ParameterError, match="margin"):
+            numstd.check(out, op="hinge_embedding_loss", inputs=[x, y], margin=bad)
+    with pytest.raises(ShapeError, match="only 1 and -1"):
+        numstd.check(out, op="hinge_embedding_loss", inputs=[x, np.zeros_like(y)])
+    with pytest.raises(ShapeError, match="target has shape"):
+        numstd.check(out, op="hinge_embedding_loss", inputs=[x, y[:2]])
+
+
+def test_hinge_verdict_does_not_depend_on_the_chunk_size():
+    x, y = _hinge_inputs((64, 100), seed=3)
+    ref = reference("hinge_embedding_loss", [x, y], reduction="none")
+    out = np.asarray(ref.values, np.float32)
+    k = int(np.argmax(np.abs(out)))
+    out.reshape(-1)[k] *= np.float32(1 + 2 ** -12)
+    verdicts = [numstd.check(out, op="hinge_embedding_loss", inputs=[x, y], reduction="none", chunk_size=c)
+                for c in (None, 100, 700)]
+    assert [v.passed for v in verdicts] == [False] * 3
+    assert len({(v.ulp.max, v.ulp.count) for v in verdicts}) == 1
+
+
+@pytest.mark.torch
+def test_grade_detects_hinge_embedding_loss():
+    torch = pytest.importorskip("torch")
+
+    class Hinge(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loss = torch.nn.HingeEmbeddingLoss(margin=0.5, reduction="sum")
+
+        def forward(self, x, y):
+            return self.loss(x, y)
+
+    class NoClamp(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.where(y == 1, x, 0.5 - x).sum()
+
+    def inputs():
+        return [torch.randn(32, 64), torch.randint(0, 2, (32, 64)).float() * 2 - 1]
+
+    r = numstd.grade(Hinge, Hinge, inputs, trials=1)
+    assert r.op == ("hinge_embedding_loss", {"margin": 0.5, "reduction": "sum"})
+    assert r.passed and any(s.startswith("NS-HINGEEMBEDDINGLOSS-FP32@") for s in r.standards)
+    assert not numstd.grade(Hinge, NoClamp, inputs, trials=1).passed

@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "kl_div_loss", "nll_loss_of", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "huber_terms", "kl_div_loss", "nll_loss_of", "hinge_terms", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -290,3 +290,10 @@ def nll_loss_of(xp: Any, x: Any, target: Any, reduction: str, ignore_index: int)
     if reduction == "mean":
         return xp.sum(loss) / xp.sum(keep).astype(x.dtype)
     return reduce_loss(xp, loss, reduction)
+
+
+def hinge_terms(xp: Any, x: Any, target: Any, margin: float) -> Any:
+    """torch.nn.functional.hinge_embedding_loss's terms (``xp``: numpy or jax.numpy): ``x`` where the
+    target is 1, ``max(0, margin - x)`` where it is -1, in the inputs' dtype."""
+    zero = xp.zeros_like(x)
+    return xp.where(target == 1, x, xp.maximum(margin - x, zero))

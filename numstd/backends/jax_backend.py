@@ -31,6 +31,7 @@ huber_loss     ``z = |input - target|; where(z < delta, 0.5 z z, delta (z - 0.5 
 smooth_l1_loss ``where(z < beta, 0.5 z z / beta, z - 0.5 beta)`` with jnp (``z`` for beta = 0), reduced
 kl_div         ``xlogy(t, t) - t x`` (log_target: ``exp(t) (t - x)``) with jnp, reduced (batchmean: sum / N)
 nll_loss       ``-take_along_axis(x, target)`` with jnp, 0 for ignored rows; sum / rows kept for the mean
+hinge_embedding_loss ``where(target == 1, x, maximum(margin - x, 0))`` with jnp, reduced
 =============  ===============================================================================
 
 Each op runs as one ``jax.jit``-compiled function (compiled once per op, parameters, shape and
@@ -48,7 +49,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import (Backend, env_flags, framework_call, framework_ops, huber_terms, kl_div_loss, missing_module_reason, nll_loss_of, reduce_loss,
+from .base import (Backend, env_flags, framework_call, framework_ops, hinge_terms, huber_terms, kl_div_loss, missing_module_reason, nll_loss_of, reduce_loss,
                    version_string)
 
 __all__ = ["JaxBackend"]
@@ -132,7 +133,8 @@ def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
 _SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu", "attention",
-                                      "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss"})
+                                      "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss",
+                                      "hinge_embedding_loss"})
 
 
 def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -159,6 +161,7 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
         "smooth_l1_loss": lambda a, p: reduce_loss(jnp, huber_terms(jnp, a[0], a[1], p["beta"], True),
                                                    p["reduction"]),
         "kl_div": lambda a, p: kl_div_loss(jnp, a[0], a[1], p["reduction"], p["log_target"]),
+        "hinge_embedding_loss": lambda a, p: reduce_loss(jnp, hinge_terms(jnp, a[0], a[1], p["margin"]), p["reduction"]),
         "nll_loss": lambda a, p: nll_loss_of(jnp, a[0], a[1], p["reduction"], p["ignore_index"]),
     }
 

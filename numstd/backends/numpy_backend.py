@@ -29,6 +29,7 @@ huber_loss     ``z = |input - target|; where(z < delta, 0.5 z z, delta (z - 0.5 
 smooth_l1_loss ``where(z < beta, 0.5 z z / beta, z - 0.5 beta)`` (``z`` for beta = 0), reduced
 kl_div         ``xlogy(t, t) - t x`` (log_target: ``exp(t) (t - x)``), reduced (batchmean: sum / N)
 nll_loss       ``-take_along_axis(x, target)``, 0 for ignored rows; sum / rows kept for the mean
+hinge_embedding_loss ``where(target == 1, x, maximum(margin - x, 0))``, reduced
 =============  ===================================================================================
 """
 
@@ -39,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, huber_terms, kl_div_loss, nll_loss_of, reduce_loss, version_string
+from .base import Backend, huber_terms, hinge_terms, kl_div_loss, nll_loss_of, reduce_loss, version_string
 
 __all__ = ["NumpyBackend"]
 
@@ -154,6 +155,7 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "huber_loss": lambda a, p: reduce_loss(np, huber_terms(np, a[0], a[1], p["delta"], False), p["reduction"]),
     "smooth_l1_loss": lambda a, p: reduce_loss(np, huber_terms(np, a[0], a[1], p["beta"], True), p["reduction"]),
     "kl_div": lambda a, p: kl_div_loss(np, a[0], a[1], p["reduction"], p["log_target"]),
+    "hinge_embedding_loss": lambda a, p: reduce_loss(np, hinge_terms(np, a[0], a[1], p["margin"]), p["reduction"]),
     "nll_loss": lambda a, p: nll_loss_of(np, a[0], np.asarray(a[1]).astype(np.int64), p["reduction"], p["ignore_index"]),
 }
 

@@ -23,6 +23,7 @@ huber_loss     ``F.huber_loss(input, target, reduction=..., delta=...)`` (the en
 smooth_l1_loss ``F.smooth_l1_loss(input, target, reduction=..., beta=...)`` (the entry's call)
 kl_div         ``F.kl_div(input, target, reduction=..., log_target=...)`` (the entry's call)
 nll_loss       ``F.nll_loss(input, target.long(), reduction=..., ignore_index=...)``
+hinge_embedding_loss ``F.hinge_embedding_loss(input, target, margin=..., reduction=...)`` (the entry's call)
 =============  ===============================================================================
 
 Flags: ``allow_tf32`` (default False) sets ``torch.backends.cuda.matmul.allow_tf32`` (and the cuDNN

@@ -208,6 +208,8 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
     elif op in ("mse_loss", "huber_loss", "smooth_l1_loss"):
         inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(draw(rng, shape, distribution, fmt(1)), 1)]
+    elif op == "hinge_embedding_loss":  # targets +-1 with equal odds
+        inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(rng.choice([-1.0, 1.0], size=tuple(shape)), 1)]
     elif op == "nll_loss":  # log_softmax rows; about 1 in 8 targets is ignore_index
         nrow, c = shape
         z = draw(rng, (nrow, c), distribution, fmt(0))

@@ -1022,6 +1022,128 @@ def _nll_zeros(inputs, w, params, out):
     return np.zeros(n) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# hinge_embedding_loss
+# ---------------------------------------------------------------------------------------------
+
+
+def _hinge_terms(inputs: list, w: Work, params: Mapping[str, Any], *, clamp: bool = True, flip: bool = False,
+                 sign: float = 1.0) -> np.ndarray:
+    """``x`` (target 1) or ``RN(max(0, RN(margin - x)))`` (target -1) in the working format; the bugs:
+    ``clamp`` False (the max forgotten), ``flip`` (the branches swapped), ``sign`` -1 (``-x`` for target 1)."""
+    x, y = w.load(inputs[0]), f64(inputs[1])
+    h = w.q(w.c(params.get("margin", 1.0)) - x)
+    h = np.maximum(h, 0.0) if clamp else h
+    pos = (y == 1) if not flip else (y != 1)
+    return np.where(pos, sign * x, h)
+
+
+def _hinge_differs(core: Callable) -> Callable:
+    """``observable``: off the float64 loss by more than 8 output ULPs plus ``8 (sqrt(K) + 3) u_fp32``
+    times the reference's ``mag``, somewhere."""
+    from ..core.formats import get_format
+    from ..core.ulp import ulp
+    from ..reference import reference
+
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        fp32 = get_format("float32")
+        with np.errstate(all="ignore"):
+            y = f64(finish(np.asarray(core(inputs, Work(fp32), params, out)), out))
+            ref = reference("hinge_embedding_loss", [f64(inputs[0]), f64(inputs[1])], **dict(params))
+            exact, mag = f64(ref.values), f64(ref.aux["mag"])
+        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 3.0) * fp32.u * mag
+        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
+
+    return observable
+
+
+def _hinge(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+           observable: Any = None, acc_formats: tuple | None = None) -> Callable:
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            with np.errstate(all="ignore"):
+                y = np.asarray(core(inputs, Work(acc), params, out))
+                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+
+        obs = _hinge_differs(core) if observable is True else observable
+        variant("hinge_embedding_loss", name, family, legit, description, applies, obs, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, (_order, _kw) in {"sequential": ("sequential", {}), "pairwise": ("pairwise", {}),
+                             "blocked128": ("blocked", {"block": _MSE_BLOCK}), "kahan": ("kahan", {})}.items():
+    _hinge(_name, "accumulation-order", True, f"the terms in the accumulation format, summed {_name}, then RN(s / K)")(
+        lambda inputs, w, params, out, _o=_order, _k=_kw: _mse_reduce(_hinge_terms(inputs, w, params), params, w, _o, **_k))
+del _name, _order, _kw
+
+
+@_hinge("numpy", "library", True, "numpy on float32 arrays: np.where / np.maximum, np.mean / np.sum",
+        acc_formats=FP32_ONLY)
+def _hinge_numpy(inputs, w, params, out):
+    from ..backends.base import hinge_terms, reduce_loss
+
+    x = np.asarray(f64(inputs[0]), dtype=np.float32)
+    y = np.asarray(f64(inputs[1]), dtype=np.float32)
+    return reduce_loss(np, hinge_terms(np, x, y, params.get("margin", 1.0)), params.get("reduction", "mean"))
+
+
+def _torch_hinge(inputs, params, out, acc, seed):
+    import torch.nn.functional as F
+
+    y = F.hinge_embedding_loss(to_torch(inputs[0]), to_torch(inputs[1]), margin=params.get("margin", 1.0),
+                               reduction=params.get("reduction", "mean"))
+    return finish(from_torch(y), out)
+
+
+variant("hinge_embedding_loss", "torch-cpu", "library", True,
+        "torch.nn.functional.hinge_embedding_loss on CPU in the inputs' dtype", torch_same_format,
+        acc_formats=FP32_ONLY)(_torch_hinge)
+
+
+@_hinge("missing-clamp", "formula-error", False, "margin - x without the max(0, .)", observable=True)
+def _hinge_noclamp(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, clamp=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("labels-swapped", "formula-error", False, "the branches of target 1 and -1 swapped", observable=True)
+def _hinge_flip(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, flip=True), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("negated-positive", "formula-error", False, "-x for target 1", observable=True)
+def _hinge_sign(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, sign=-1.0), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("sum-not-mean", "scale", False, "reduction='mean' returning the sum", applies=_mse_is("mean"), observable=True)
+def _hinge_sum(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params), {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("by-k-minus-1", "scale", False, "the sum divided by K - 1", applies=_mse_is("mean"), observable=True)
+def _hinge_k1(inputs, w, params, out):
+    q = _hinge_terms(inputs, w, params)
+    s = _mse_reduce(q, {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+    return w.q(f64(s) / (q.size - 1)) if q.size > 1 else np.asarray(np.inf)
+
+
+@_hinge("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16",
+        applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p), observable=True)
+def _hinge_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _mse_reduce(_hinge_terms(inputs, w, params), params, Work(FORMATS["bfloat16"]))
+
+
+@_hinge("zeros", "zeros", False, "returns zeros of the right shape and dtype", observable=True)
+def _hinge_zeros(inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
 #: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
 _CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale", "mean-not-sum": "scale",
                  "by-k-minus-1": "scale", "by-n-minus-1": "scale", "mean-not-batchmean": "scale", "mean-over-all-rows": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}

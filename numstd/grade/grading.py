@@ -121,6 +121,11 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
             return None
         return "mse_loss", [x, _arg(args, kwargs, 1, "target")], {"reduction": kwargs.get("reduction", "mean")}
+    if name == "hinge_embedding_loss":  # (input, target, margin, size_average, reduce, reduction)
+        if any(_arg(args, kwargs, i, k) is not None for i, k in ((3, "size_average"), (4, "reduce"))):
+            return None
+        return name, [x, _arg(args, kwargs, 1, "target")], {
+            "margin": float(_arg(args, kwargs, 2, "margin", 1.0)), "reduction": _arg(args, kwargs, 5, "reduction", "mean")}
     if name == "nll_loss":  # F.nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction)
         if _arg(args, kwargs, 2, "weight") is not None or any(_arg(args, kwargs, i, k) is not None
                                                              for i, k in ((3, "size_average"), (5, "reduce"))):

@@ -74,7 +74,8 @@ def _cuttable_reduced_axis(op: str, params: dict, out_ndim: int) -> int:
 
 
 #: losses of one term per element (nll_loss: per row) of their inputs, then a reduction
-_PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss")
+_PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss",
+                                          "hinge_embedding_loss")
 
 
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:

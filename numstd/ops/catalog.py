@@ -23,7 +23,8 @@ softmax         softmax, log_softmax
 normalization   layer_norm, rms_norm
 elementwise     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt, softplus
 attention       attention  (two contractions around a softmax)
-loss            cross_entropy, mse_loss, huber_loss, smooth_l1_loss, kl_div, nll_loss
+loss            cross_entropy, mse_loss, huber_loss, smooth_l1_loss, kl_div, nll_loss,
+                hinge_embedding_loss
 exact           (reserved; the exact ops hardtanh, clamp, relu, amax, amin keep their family's kind
                 and are exact through a zero-bound reference)
 ==============  =====================================================================

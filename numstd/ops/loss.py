@@ -1,4 +1,4 @@
-"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss``, ``smooth_l1_loss``, ``kl_div`` and ``nll_loss``.
+"""Losses: ``cross_entropy`` with class-index targets, ``mse_loss``, ``huber_loss``, ``smooth_l1_loss``, ``kl_div``, ``nll_loss`` and ``hinge_embedding_loss``.
 
 Reference: :mod:`numstd.reference.loss`; variants: :mod:`numstd.corpus.losses`.
 """
@@ -99,6 +99,21 @@ def _index(op: str, value: Any) -> int:
     return int(value)
 
 
+def _hinge_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
+    x, target = a
+    out = _mse_loss_shape(spec, a, p)
+    if target.size and not np.all((target == 1) | (target == -1)):
+        raise ShapeError("hinge_embedding_loss: target must hold only 1 and -1 (torch adds both branches "
+                         "for any other value)")
+    return out
+
+
+def _finite_margin(op: str, value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ParameterError(f"{op}: margin must be a finite real number, got {value!r}; the default is 1.0")
+    return float(value)
+
+
 def _flag(op: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ParameterError(f"kl_div: log_target must be True or False, got {value!r}")
@@ -156,4 +171,13 @@ ENTRIES: tuple[OpInfo, ...] = (
           integer_inputs=(1,), param_checks={"ignore_index": _index},
           calls={"torch": Call("torch.nn.functional.nll_loss",
                                {"reduction": "reduction", "ignore_index": "ignore_index"})}),
+    entry("hinge_embedding_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "margin": 1.0}, (
+        "l_i = input_i where target_i = 1, max(0, margin - input_i) where target_i = -1 "
+        "(torch.nn.functional.hinge_embedding_loss): input and target (only 1 and -1) of the same shape; "
+        "reduction 'mean', 'sum' or 'none'."
+    ),
+          shape=_hinge_shape, reference="loss:hinge_embedding_loss", corpus="losses", terms=("K", "mag"),
+          param_checks={"margin": _finite_margin},
+          calls={"torch": Call("torch.nn.functional.hinge_embedding_loss",
+                               {"margin": "margin", "reduction": "reduction"})}),
 )

@@ -51,6 +51,11 @@ the ``m_i`` reduced like the values (sum / K for mean, sum / N for batchmean).
 nll_loss: ``loss_n = -x[n, t_n]`` (exact), 0 where ``t_n = ignore_index``; summed in double-double,
 the mean divided by the rows kept.  aux: ``K`` the rows kept (1 for none) and ``mag`` the ``|loss_n|``
 reduced like the values.
+
+hinge_embedding_loss: ``l_i = x_i`` (target 1, exact) or ``max(0, margin - x_i)`` (target -1, the
+difference rounded once: ``u |l_i|``); summed in double-double.  aux: ``K`` (numel, 1 for none) and
+``mag``, ``|l_i| + |margin|`` on the active margin terms and ``|l_i|`` elsewhere, reduced like the
+values (an fp32 kernel also rounds the margin).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ import numpy as np
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
+__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
            "KL_TERM_C"]
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
@@ -213,6 +218,36 @@ def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
             return np.asarray(np.sum(loss) / div), np.asarray(np.inf), aux
     hi, lo, depth = pairwise_sum(loss, -1)
     spread = DD_C * depth * U * U * mag
+    if div == 1:
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
+
+
+def hinge_embedding_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``hinge_embedding_loss(input, target, margin, reduction)``; see the module docstring."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    y = np.asarray(arrays[1], dtype=np.float64)
+    margin = float(params["margin"])
+    with np.errstate(all="ignore"):
+        hinge = np.maximum(margin - x, 0.0)
+        loss = np.where(y == 1, x, hinge)
+        per = np.where(y == 1, 0.0, U * hinge)
+        m = np.abs(loss) + np.where((y != 1) & (hinge > 0), abs(margin), 0.0)
+    reduction = params["reduction"]
+    if reduction == "none":
+        return loss, per, {"K": np.asarray(1.0), "mag": m}
+    k = loss.size
+    div = k if reduction == "mean" else 1
+    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(float(np.sum(m)) / div if div else 0.0)}
+    if k == 0:
+        return np.asarray(0.0), np.asarray(0.0), aux
+    flat = loss.reshape(-1)
+    if not np.all(np.isfinite(flat)):
+        with np.errstate(all="ignore"):
+            return np.asarray(np.sum(flat) / div), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(flat, -1)
+    spread = DD_C * depth * U * U * float(np.sum(np.abs(flat))) + float(np.sum(per))
     if div == 1:
         return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
     qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
