@@ -39,7 +39,8 @@ CHANNEL_NORMS = ("group_norm", "instance_norm", "batch_norm")
 MAX_POOLS = ("max_pool1d", "max_pool2d", "max_pool3d")
 AVG_POOLS = ("avg_pool1d", "avg_pool2d", "avg_pool3d")
 BRIEF_OPS = ("matmul", "linear", "conv", "conv_transpose", "sum", "mean", *EXTREMA, "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm",
-             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", *CHANNEL_NORMS, *MAX_POOLS, *AVG_POOLS)
+             "rms_norm", *ELEMENTWISE, "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div",
+             "nll_loss", "hinge_embedding_loss", *CHANNEL_NORMS, *MAX_POOLS, *AVG_POOLS)
 
 # (shape, params, input formats, output format) per op; distributions per op.
 BF, F32 = "bfloat16", "float32"
@@ -77,6 +78,17 @@ CASES: dict[str, list] = {
     "mse_loss": [((64, 100), {}, BF, BF), ((16, 20), {}, F32, F32), ((64, 100), {"reduction": "sum"}, F32, F32),
                  ((16, 300), {"reduction": "sum"}, BF, BF), ((48, 40), {"reduction": "none"}, BF, BF),
                  ((8, 50), {}, "float16", "float16")],
+    "huber_loss": [((16, 300), {}, F32, F32), ((16, 20), {"delta": 0.25, "reduction": "sum"}, F32, F32),
+                   ((48, 40), {"reduction": "none", "delta": 2.0}, F32, F32)],
+    "smooth_l1_loss": [((16, 300), {"beta": 0.5}, F32, F32), ((16, 20), {"reduction": "sum"}, F32, F32),
+                       ((48, 40), {"reduction": "none", "beta": 0.0}, F32, F32)],
+    "kl_div": [((16, 20), {"reduction": "batchmean"}, F32, F32), ((16, 20), {}, F32, F32),
+               ((16, 300), {"reduction": "sum", "log_target": True}, F32, F32),
+               ((8, 30), {"reduction": "none"}, F32, F32)],
+    "nll_loss": [((64, 30), {}, F32, F32), ((64, 30), {"reduction": "sum", "ignore_index": 3}, F32, F32),
+                 ((40, 10), {"reduction": "none"}, F32, F32)],
+    "hinge_embedding_loss": [((16, 20), {}, F32, F32), ((16, 300), {"reduction": "sum", "margin": 0.5}, F32, F32),
+                             ((40, 10), {"reduction": "none", "margin": 2.0}, F32, F32)],
     **{op: [((2048,), {}, BF, BF), ((2048,), {}, F32, F32)] for op in ELEMENTWISE},
 }
 _MAXP = {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True}
@@ -105,6 +117,10 @@ DISTS: dict[str, tuple[str, ...]] = {
     "softmax": _SOFTMAX_DISTS, "log_softmax": _SOFTMAX_DISTS,
     "cross_entropy": ("normal", "offset", "large"),
     "mse_loss": ("normal", "offset", "heavy"),
+    "huber_loss": ("normal", "offset", "heavy"), "smooth_l1_loss": ("normal", "offset", "heavy"),
+    "kl_div": ("normal", "offset", "heavy", "wide"),
+    "nll_loss": ("normal", "offset", "heavy"),
+    "hinge_embedding_loss": ("normal", "offset", "heavy"),
     "layer_norm": ("normal", "offset", "smallvar", "rowscale"),
     "rms_norm": ("normal", "offset", "rowscale"),
     "attention": ("normal", "large"),
@@ -294,6 +310,58 @@ def _reference(op, arr, p, out, name=""):
         # stored 16-bit terms: independent errors of at most 3.01 u_in q_i, 6 standard deviations (Hoeffding)
         extra = 6 * 3.01 * u_in * math.sqrt(float((q * q).sum())) * scale
         return r, np.asarray((K + 3) * U * q.sum() * scale + extra + 0.5 * ulp(r, out))
+    if op in ("huber_loss", "smooth_l1_loss"):  # about 4u per term, K - 1 additions, a division; one final RNE
+        z = np.abs(a[0] - a[1])
+        t = p["delta"] if op == "huber_loss" else p["beta"]
+        if op == "huber_loss":
+            q = np.where(z < t, 0.5 * z * z, t * (z - 0.5 * t))
+        else:
+            q = z if t == 0 else np.where(z < t, 0.5 * z * z / t, z - 0.5 * t)
+        if p["reduction"] == "none":
+            return q, 6 * U * q + 0.5 * ulp(q, out) + FP32.smallest_normal
+        K = q.size
+        scale = 1.0 if p["reduction"] == "sum" else 1.0 / K
+        r = np.asarray(q.sum() * scale)
+        # probabilistic form (Higham & Mary 2019), 8 (sqrt(K) + 5) u: the corpus's observability
+        # threshold of these bugs (numstd.corpus.losses._hub_differs); worst case (K + 5) u would hide
+        # a K - 1 denominator once K u > 1 / K
+        return r, np.asarray(8 * (math.sqrt(K) + 5) * U * q.sum() * scale + 0.5 * ulp(r, out))
+    if op == "hinge_embedding_loss":  # x exact, margin - x rounded once; K - 1 additions; one division
+        x, y = a
+        h = np.maximum(p["margin"] - x, 0.0)
+        loss = np.where(y == 1, x, h)
+        m = np.abs(loss) + np.where((y != 1) & (h > 0), abs(p["margin"]), 0.0)
+        if p["reduction"] == "none":
+            return loss, 2 * U * m + 0.5 * ulp(loss, out) + FP32.smallest_normal
+        K = loss.size
+        div = K if p["reduction"] == "mean" else 1
+        r = np.asarray(loss.sum() / div)
+        # probabilistic, 8 (sqrt(K) + 3) u times mag: the corpus's observability threshold
+        return r, np.asarray(8 * (math.sqrt(K) + 3) * U * m.sum() / div + 0.5 * ulp(r, out))
+    if op == "nll_loss":  # exact negations; K - 1 additions of the rows kept; one division
+        x, t = a[0], np.asarray(arr[1]).astype(np.int64)
+        keep = t != p["ignore_index"]
+        loss = np.where(keep, -np.take_along_axis(x, np.where(keep, t, 0)[:, None], axis=-1)[:, 0], 0.0)
+        if p["reduction"] == "none":
+            return loss, 0.5 * ulp(loss, out) + FP32.smallest_normal
+        K = int(keep.sum())
+        div = K if p["reduction"] == "mean" else 1
+        r = np.asarray(loss.sum() / div)
+        return r, np.asarray((K + 2) * U * np.abs(loss).sum() / div + 0.5 * ulp(r, out))
+    if op == "kl_div":  # log or exp, products and a subtraction per term; K - 1 additions; one division
+        x, t = a
+        if p["log_target"]:
+            q, m = np.exp(t) * (t - x), np.exp(t) * (np.abs(t) + np.abs(x))
+        else:
+            lt = np.log(np.where(t > 0, t, 1.0))
+            q, m = np.where(t > 0, t * lt, 0.0) - t * x, t * (np.abs(lt) + np.abs(x))
+        if p["reduction"] == "none":
+            return q, 8 * 7 * U * m + 0.5 * ulp(q, out) + FP32.smallest_normal
+        K = q.size
+        div = {"sum": 1, "mean": K, "batchmean": x.shape[0]}[p["reduction"]]
+        r = np.asarray(q.sum() / div)
+        # probabilistic, 8 (sqrt(K) + 6) u times the parts' magnitude: the corpus's observability threshold
+        return r, np.asarray(8 * (math.sqrt(K) + 6) * U * m.sum() / div + 0.5 * ulp(r, out))
     if op in ("layer_norm", "rms_norm"):
         x, eps = a[0], p["eps"]
         w = a[1] if len(a) > 1 and a[1] is not None else 1.0

@@ -1174,6 +1174,10 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
         **{f"max_pool{d}d": ([x.reshape(_POOL_SHAPES[d])], {"kernel_size": 2}) for d in (1, 2, 3)},
         **{f"avg_pool{d}d": ([x.reshape(_POOL_SHAPES[d])], {"kernel_size": 2, "padding": 1, "count_include_pad": False})
            for d in (1, 2, 3)},
+        "huber_loss": ([x, 0.5 * x + 0.25], {"delta": 0.5}), "smooth_l1_loss": ([x, 0.5 * x + 0.25], {"beta": 0.5}),
+        "kl_div": ([x, np.abs(x) / np.abs(x).sum()], {"reduction": "batchmean"}),
+        "nll_loss": ([x, np.array([0, -100, 3])], {}),
+        "hinge_embedding_loss": ([x, np.sign(x - 0.1)], {"margin": 0.5}),
     }
     from numstd.ops import OPS
 

@@ -172,7 +172,9 @@ def _k_of(op: str, shape: Sequence[int]) -> int:
         return int(shape[2])
     if op in ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt"):
         return 1
-    if op == "mse_loss":  # (the suite's reduction sums every squared difference)
+    if op == "nll_loss":  # (the rows the loss sums)
+        return int(shape[0])
+    if op in ("mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "hinge_embedding_loss"):  # (the suite's reduction sums every squared difference)
         return math.prod(int(n) for n in shape)
     return int(shape[-1])
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import BackendUnavailable, DtypeError, ParameterError
 from ..ops import OPS
 
-__all__ = ["Backend", "ALL_OPS", "reduce_loss", "channel_norm", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
+__all__ = ["Backend", "ALL_OPS", "reduce_loss", "channel_norm", "huber_terms", "kl_div_loss", "nll_loss_of", "hinge_terms", "ELEMENTWISE_OPS", "FLOAT_FORMATS", "missing_module_reason", "version_string",
            "env_flags", "framework_call", "framework_ops"]
 
 #: the elementwise part of the catalog (``numstd.ops`` kind ``elementwise``)
@@ -281,3 +281,49 @@ def channel_norm(xp: Any, op: str, x: Any, w: list, p: Mapping[str, Any], normal
     if w[1] is not None:
         y = y + cast(w[1]).reshape(shape)
     return y
+
+
+def huber_terms(xp: Any, x: Any, target: Any, delta: float, smooth: bool) -> Any:
+    """huber_loss's terms (``smooth`` False) or smooth_l1_loss's (``delta`` is beta) in the inputs'
+    dtype, as torch.nn.functional defines them (``xp``: numpy or jax.numpy)."""
+    z = xp.abs(x - target)
+    if smooth and delta == 0:
+        return z
+    quad = 0.5 * z * z
+    if smooth:
+        return xp.where(z < delta, quad / delta, z - 0.5 * delta)
+    return xp.where(z < delta, quad, delta * (z - 0.5 * delta))
+
+
+def kl_div_loss(xp: Any, x: Any, target: Any, reduction: str, log_target: bool) -> Any:
+    """torch.nn.functional.kl_div's formula in the inputs' dtype (``xp``: numpy or jax.numpy):
+    ``exp(t) (t - x)`` for log targets, else ``xlogy(t, t) - t x`` (0 where t = 0), reduced
+    (``"batchmean"``: the sum over ``x.shape[0]``)."""
+    if log_target:
+        loss = xp.exp(target) * (target - x)
+    else:
+        pos = target > 0
+        other = xp.where(target == 0, xp.zeros_like(target), xp.full_like(target, xp.nan))
+        tlogt = xp.where(pos, target * xp.log(xp.where(pos, target, xp.ones_like(target))), other)
+        loss = tlogt - target * x
+    if reduction == "batchmean":
+        return xp.sum(loss) / (x.shape[0] if x.ndim else 1)
+    return reduce_loss(xp, loss, reduction)
+
+
+def nll_loss_of(xp: Any, x: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+    """torch.nn.functional.nll_loss's formula (``xp``: numpy or jax.numpy): ``-x[n, t_n]``, 0 for
+    ignored rows, the mean over the rows kept."""
+    keep = target != ignore_index
+    picked = xp.take_along_axis(x, xp.where(keep, target, 0)[:, None], axis=-1)[:, 0]
+    loss = xp.where(keep, -picked, xp.zeros_like(picked))
+    if reduction == "mean":
+        return xp.sum(loss) / xp.sum(keep).astype(x.dtype)
+    return reduce_loss(xp, loss, reduction)
+
+
+def hinge_terms(xp: Any, x: Any, target: Any, margin: float) -> Any:
+    """torch.nn.functional.hinge_embedding_loss's terms (``xp``: numpy or jax.numpy): ``x`` where the
+    target is 1, ``max(0, margin - x)`` where it is -1, in the inputs' dtype."""
+    zero = xp.zeros_like(x)
+    return xp.where(target == 1, x, xp.maximum(margin - x, zero))

@@ -31,6 +31,12 @@ attention      ``jax.nn.dot_product_attention`` (leading axes flattened to one b
 cross_entropy  ``-take_along_axis(jax.nn.log_softmax(logits), target)``, then mean / sum / none
 mse_loss       ``d = input - target; jnp.mean(d * d)`` / ``jnp.sum`` / ``d * d`` (JAX has no mse_loss;
                optax's ``squared_error`` is the ``"none"`` form)
+huber_loss     ``z = |input - target|; where(z < delta, 0.5 z z, delta (z - 0.5 delta))`` with jnp, then
+               mean / sum / none (optax's ``huber_loss`` is the ``"none"`` form; JAX has none)
+smooth_l1_loss ``where(z < beta, 0.5 z z / beta, z - 0.5 beta)`` with jnp (``z`` for beta = 0), reduced
+kl_div         ``xlogy(t, t) - t x`` (log_target: ``exp(t) (t - x)``) with jnp, reduced (batchmean: sum / N)
+nll_loss       ``-take_along_axis(x, target)`` with jnp, 0 for ignored rows; sum / rows kept for the mean
+hinge_embedding_loss ``where(target == 1, x, maximum(margin - x, 0))`` with jnp, reduced
 =============  ===============================================================================
 
 Each op runs as one ``jax.jit``-compiled function (compiled once per op, parameters, shape and
@@ -48,7 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import (Backend, channel_norm, env_flags, framework_call, framework_ops, missing_module_reason, reduce_loss,
+from .base import (Backend, channel_norm, env_flags, framework_call, framework_ops, hinge_terms, huber_terms, kl_div_loss, missing_module_reason, nll_loss_of, reduce_loss,
                    version_string)
 
 __all__ = ["JaxBackend"]
@@ -161,7 +167,8 @@ def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
 _SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu",
-                                      "attention", "cross_entropy", "mse_loss", "group_norm", "instance_norm", "batch_norm",
+                                      "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div",
+                                      "nll_loss", "hinge_embedding_loss", "group_norm", "instance_norm", "batch_norm",
                                       *(f"{kind}_pool{d}d" for kind in ("max", "avg") for d in (1, 2, 3))})
 
 
@@ -190,6 +197,12 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
         "attention": lambda a, p: _attention(jax, jnp, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: _cross_entropy(jax, jnp, a[0], a[1], p["reduction"]),
         "mse_loss": lambda a, p: _mse_loss(jnp, a[0], a[1], p["reduction"]),
+        "huber_loss": lambda a, p: reduce_loss(jnp, huber_terms(jnp, a[0], a[1], p["delta"], False), p["reduction"]),
+        "smooth_l1_loss": lambda a, p: reduce_loss(jnp, huber_terms(jnp, a[0], a[1], p["beta"], True),
+                                                   p["reduction"]),
+        "kl_div": lambda a, p: kl_div_loss(jnp, a[0], a[1], p["reduction"], p["log_target"]),
+        "hinge_embedding_loss": lambda a, p: reduce_loss(jnp, hinge_terms(jnp, a[0], a[1], p["margin"]), p["reduction"]),
+        "nll_loss": lambda a, p: nll_loss_of(jnp, a[0], a[1], p["reduction"], p["ignore_index"]),
     }
 
 

@@ -30,6 +30,11 @@ rsqrt          ``1 / sqrt(x)``
 attention      ``softmax(q kᵀ · scale + causal mask) v``
 cross_entropy  ``(max + log sum exp(x - max)) - x[target]``, then mean / sum / none
 mse_loss       ``d = input - target; np.mean(d * d)`` / ``np.sum`` / ``d * d``
+huber_loss     ``z = |input - target|; where(z < delta, 0.5 z z, delta (z - 0.5 delta))``, reduced
+smooth_l1_loss ``where(z < beta, 0.5 z z / beta, z - 0.5 beta)`` (``z`` for beta = 0), reduced
+kl_div         ``xlogy(t, t) - t x`` (log_target: ``exp(t) (t - x)``), reduced (batchmean: sum / N)
+nll_loss       ``-take_along_axis(x, target)``, 0 for ignored rows; sum / rows kept for the mean
+hinge_embedding_loss ``where(target == 1, x, maximum(margin - x, 0))``, reduced
 =============  ===================================================================================
 """
 
@@ -40,7 +45,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, channel_norm, reduce_loss, version_string
+from .base import Backend, channel_norm, huber_terms, hinge_terms, kl_div_loss, nll_loss_of, reduce_loss, version_string
 
 __all__ = ["NumpyBackend"]
 
@@ -117,6 +122,7 @@ def _mse_loss(x: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
     return reduce_loss(np, d * d, reduction)
 
 
+
 def _conv(x: np.ndarray, w: np.ndarray, b: Any, p: dict, transpose: bool = False) -> np.ndarray:
     from ..ops.conv import geometry, group_weight, im2col, pad_input, transposed_problem
 
@@ -177,6 +183,11 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "attention": lambda a, p: _attention(a[0], a[1], a[2], p["scale"], p["causal"]),
     "cross_entropy": lambda a, p: _cross_entropy(a[0], a[1], p["reduction"]),
     "mse_loss": lambda a, p: _mse_loss(a[0], a[1], p["reduction"]),
+    "huber_loss": lambda a, p: reduce_loss(np, huber_terms(np, a[0], a[1], p["delta"], False), p["reduction"]),
+    "smooth_l1_loss": lambda a, p: reduce_loss(np, huber_terms(np, a[0], a[1], p["beta"], True), p["reduction"]),
+    "kl_div": lambda a, p: kl_div_loss(np, a[0], a[1], p["reduction"], p["log_target"]),
+    "hinge_embedding_loss": lambda a, p: reduce_loss(np, hinge_terms(np, a[0], a[1], p["margin"]), p["reduction"]),
+    "nll_loss": lambda a, p: nll_loss_of(np, a[0], np.asarray(a[1]).astype(np.int64), p["reduction"], p["ignore_index"]),
 }
 
 

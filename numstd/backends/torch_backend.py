@@ -24,6 +24,11 @@ elementwise    ``torch.exp``, ``log``, ``tanh``, ``sigmoid``, ``erf``, ``rsqrt``
 attention      ``F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)``
 cross_entropy  ``F.cross_entropy(logits, target, reduction=...)``
 mse_loss       ``F.mse_loss(input, target, reduction=...)`` (the entry's call)
+huber_loss     ``F.huber_loss(input, target, reduction=..., delta=...)`` (the entry's call)
+smooth_l1_loss ``F.smooth_l1_loss(input, target, reduction=..., beta=...)`` (the entry's call)
+kl_div         ``F.kl_div(input, target, reduction=..., log_target=...)`` (the entry's call)
+nll_loss       ``F.nll_loss(input, target.long(), reduction=..., ignore_index=...)``
+hinge_embedding_loss ``F.hinge_embedding_loss(input, target, margin=..., reduction=...)`` (the entry's call)
 =============  ===============================================================================
 
 Flags: ``allow_tf32`` (default False) sets ``torch.backends.cuda.matmul.allow_tf32`` (and the cuDNN
@@ -90,7 +95,7 @@ def _attention(torch: Any, F: Any, q: Any, k: Any, v: Any, p: dict) -> Any:
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
 _SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "sum", "mean", "layer_norm", "rms_norm", "attention",
-                                      "cross_entropy", "group_norm", "instance_norm", "batch_norm"})
+                                      "cross_entropy", "nll_loss", "group_norm", "instance_norm", "batch_norm"})
 
 
 def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
@@ -122,6 +127,7 @@ def _table(torch: Any, F: Any) -> dict[str, Callable[[list, dict], Any]]:
                                                 a[3], a[4], p["training"], 0.1, p["eps"]),
         "attention": lambda a, p: _attention(torch, F, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: F.cross_entropy(a[0], a[1].long(), reduction=p["reduction"]),
+        "nll_loss": lambda a, p: F.nll_loss(a[0], a[1].long(), reduction=p["reduction"], ignore_index=p["ignore_index"]),
     }
 
 

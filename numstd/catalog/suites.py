@@ -26,7 +26,8 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 
 Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
-mse_loss the shape of ``input`` (``target`` an independent draw of the same distribution); the
+mse_loss, huber_loss and smooth_l1_loss the shape of ``input``; kl_div ``[N, C]``, log_softmax rows
+against softmax rows (log_softmax with ``log_target``) (``target`` an independent draw of the same distribution); the
 channel norms and pooling the shape of ``x`` (``(N, C, *spatial)``; the norms' weight ``1 + 0.1 N(0, 1)``,
 bias ``0.1 N(0, 1)`` per channel, batch_norm's running mean and variance near the batch's own);
 conv ``[N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]`` (1 to 3 spatial
@@ -213,7 +214,7 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
     elif op == "cross_entropy":
         nrow, c = shape
         inputs = [q(draw(rng, (nrow, c), distribution, fmt(0)), 0), rng.integers(0, c, nrow)]
-    elif op == "mse_loss":
+    elif op in ("mse_loss", "huber_loss", "smooth_l1_loss"):
         inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(draw(rng, shape, distribution, fmt(1)), 1)]
     elif op in ("group_norm", "instance_norm", "batch_norm"):
         c = shape[1]
@@ -234,6 +235,23 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
     elif op == "cumsum" and distribution.endswith(MASKED):  # (x from the base distribution, then a mask)
         x = q(draw(rng, shape, distribution[:-len(MASKED)], fmt(0)), 0)
         inputs = [x, rng.random(shape) < 0.5]
+    elif op == "hinge_embedding_loss":  # targets +-1 with equal odds
+        inputs = [q(draw(rng, shape, distribution, fmt(0)), 0), q(rng.choice([-1.0, 1.0], size=tuple(shape)), 1)]
+    elif op == "nll_loss":  # log_softmax rows; about 1 in 8 targets is ignore_index
+        nrow, c = shape
+        z = draw(rng, (nrow, c), distribution, fmt(0))
+        z = z - z.max(axis=-1, keepdims=True)
+        t = rng.integers(0, c, nrow)
+        t[rng.random(nrow) < 0.125] = (params or {}).get("ignore_index", -100)
+        inputs = [q(z - np.log(np.exp(z).sum(axis=-1, keepdims=True)), 0), t]
+    elif op == "kl_div":  # log-probabilities against probabilities (log-probabilities for log_target)
+        def logp(z: np.ndarray) -> np.ndarray:
+            z = z - z.max(axis=-1, keepdims=True)
+            return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+        lt = logp(draw(rng, shape, distribution, fmt(1)))
+        inputs = [q(logp(draw(rng, shape, distribution, fmt(0))), 0),
+                  q(lt if (params or {}).get("log_target") else np.exp(lt), 1)]
     elif op in ("layer_norm", "rms_norm"):
         x = q(draw(rng, shape, distribution, fmt(0)), 0)
         w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)

@@ -459,8 +459,693 @@ def _mse_zeros(inputs, w, params, out):
     return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# huber_loss and smooth_l1_loss
+# ---------------------------------------------------------------------------------------------
+
+_HUBER_OPS = ("huber_loss", "smooth_l1_loss")
+
+
+def _thr(op: str, params: Mapping[str, Any]) -> float:
+    """huber's ``delta`` or smooth_l1's ``beta``."""
+    return float(params.get("delta", 1.0) if op == "huber_loss" else params.get("beta", 1.0))
+
+
+def _hub_terms(op: str, inputs: list, w: Work, params: Mapping[str, Any], *, form: str = "torch",
+               absolute: bool = True, branch: bool = True, offset: bool = True, half: bool = True,
+               divide: bool = True) -> np.ndarray:
+    """The terms in the working format, every operation rounded; ``form`` "torch" is torch's
+    ``0.5 z z`` / ``delta (z - 0.5 delta)`` (smooth_l1 ``0.5 z z / beta`` / ``z - 0.5 beta``),
+    "expanded" the linear branch ``delta z - 0.5 delta^2`` (smooth_l1: ``z z (0.5 / beta)``), "scaled"
+    smooth_l1 as huber(d, beta) / beta.  The keywords off are the bugs: ``absolute`` (signed d in the
+    test and the linear branch), ``branch`` (always quadratic), ``offset`` (no ``- 0.5 delta``),
+    ``half`` (no 0.5 in the quadratic branch), ``divide`` (smooth_l1 without ``/ beta``)."""
+    t = _thr(op, params)
+    d = w.q(w.load(inputs[0]) - w.load(inputs[1]))
+    z = np.abs(d) if absolute else d
+    tc, hc = w.c(t), w.c(0.5 * t)
+    sq = w.q(z * z)
+    quad = w.q(sq * w.c(0.5)) if half else sq
+    off = hc if offset else 0.0
+    if op == "huber_loss":
+        if form == "expanded":
+            lin = w.q(w.q(tc * z) - (w.c(0.5 * t * t) if offset else 0.0))
+        else:
+            lin = w.q(tc * w.q(z - off))
+    else:
+        if t == 0:
+            return np.abs(d)
+        if form == "expanded":
+            quad = w.q(sq * w.c((0.5 if half else 1.0) / t)) if divide else quad
+        elif form == "scaled":
+            quad = w.q(quad / tc) if divide else quad
+            lin = w.q(w.q(tc * w.q(z - off)) / tc)
+        elif divide:
+            quad = w.q(quad / tc)
+        if form != "scaled":
+            lin = w.q(z - off)
+    return quad if not branch else np.where(z < tc, quad, lin)
+
+
+def _hub_exact(op: str, inputs: list, params: Mapping[str, Any]) -> np.ndarray:
+    from ..reference import reference
+
+    return f64(reference(op, [f64(inputs[0]), f64(inputs[1])], **dict(params)).values)
+
+
+def _hub_differs(core: Callable) -> Callable:
+    """``observable``: the bug's float32 result is off the float64 loss by more than 8 output ULPs
+    plus ``8 (sqrt(K) + 5) u_fp32`` times the loss (K the terms per output: 4x a model of lam = 1,
+    margin 2), somewhere."""
+    from ..core.formats import get_format
+    from ..core.ulp import ulp
+
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        op = params["_op"]
+        fp32 = get_format("float32")
+        with np.errstate(all="ignore"):
+            y = f64(finish(np.asarray(core(op, inputs, Work(fp32), params, out)), out))
+            exact = _hub_exact(op, inputs, {k: v for k, v in params.items() if k != "_op"})
+        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 5.0) * fp32.u * np.abs(exact)
+        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
+
+    return observable
+
+
+def _hub(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+         observable: Any = None, acc_formats: tuple | None = None, ops: tuple = _HUBER_OPS) -> Callable:
+    """Register ``core(op, inputs, w, params, out) -> loss in the working format`` for the ops, rounded
+    once to the output format; ``observable=True``: :func:`_hub_differs`."""
+
+    def deco(core: Callable) -> Callable:
+        for op in ops:
+            def run(inputs, params, out, acc, seed, _op=op):
+                with np.errstate(all="ignore"):
+                    y = np.asarray(core(_op, inputs, Work(acc), params, out))
+                    return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+
+            obs = observable
+            if observable is True:
+                differs = _hub_differs(core)
+                obs = (lambda inputs, params, out, _d=differs, _op=op: _d(inputs, dict(params, _op=_op), out))
+            variant(op, name, family, legit, description, applies, obs, acc_formats)(run)
+        return core
+
+    return deco
+
+
+def _hub_reduce(op: str, inputs: list, w: Work, params: Mapping[str, Any], order: str = "blocked",
+                recip: bool = False, **kw: Any) -> np.ndarray:
+    kw = kw or ({"block": _MSE_BLOCK} if order == "blocked" else {})
+    return _mse_reduce(_hub_terms(op, inputs, w, params), params, w, order, recip=recip, **kw)
+
+
+for _name, (_order, _kw, _desc) in {
+    "sequential": ("sequential", {}, "one running sum s = RN(s + l_i)"),
+    "pairwise": ("pairwise", {}, "recursive halving, every partial sum rounded"),
+    "tree": ("tree", {}, "adjacent pairs level by level (a block tree reduction)"),
+    "blocked128": ("blocked", {"block": _MSE_BLOCK}, "sequential sums of blocks of 128, block sums added in order"),
+    "splitk4": ("splitk", {"splits": 4}, "4 contiguous slices summed separately, then added"),
+    "kahan": ("kahan", {}, "Kahan compensated summation"),
+}.items():
+    _hub(_name, "accumulation-order", True,
+         f"the terms in the accumulation format (torch's formula, every operation rounded), summed by "
+         f"{_desc}, then RN(s / K)")(
+        lambda op, inputs, w, params, out, _o=_order, _k=_kw: _hub_reduce(op, inputs, w, params, _o, **_k))
+del _name, _order, _kw, _desc
+
+
+@_hub("expanded", "formula", True,
+      "huber's linear branch as delta z - 0.5 delta^2 (smooth_l1's square times RN(0.5 / beta)), "
+      "blocked sum, mean by RN(1/K) multiply")
+def _hub_expanded(op, inputs, w, params, out):
+    q = _hub_terms(op, inputs, w, params, form="expanded")
+    return _mse_reduce(q, params, w, "blocked", recip=True, block=_MSE_BLOCK)
+
+
+@_hub("via-huber", "formula", True, "smooth_l1 as huber_loss(d, beta) / beta (both branches divided)",
+      ops=("smooth_l1_loss",))
+def _hub_scaled(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, form="scaled"), params, w, "pairwise")
+
+
+@_hub("numpy", "library", True, "numpy on float32 arrays: torch's formula with np.where, np.mean / np.sum",
+      acc_formats=FP32_ONLY)
+def _hub_numpy(op, inputs, w, params, out):
+    from ..backends.base import huber_terms, reduce_loss
+
+    a = np.asarray(f64(inputs[0]), dtype=np.float32)
+    b = np.asarray(f64(inputs[1]), dtype=np.float32)
+    return reduce_loss(np, huber_terms(np, a, b, _thr(op, params), op == "smooth_l1_loss"),
+                       params.get("reduction", "mean"))
+
+
+def _torch_hub(op: str) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        import torch.nn.functional as F
+
+        kw = {"delta": _thr(op, params)} if op == "huber_loss" else {"beta": _thr(op, params)}
+        y = getattr(F, op)(to_torch(inputs[0]), to_torch(inputs[1]), reduction=params.get("reduction", "mean"), **kw)
+        return finish(from_torch(y), out)
+
+    return run
+
+
+for _op in _HUBER_OPS:
+    variant(_op, "torch-cpu", "library", True, f"torch.nn.functional.{_op} on CPU in the inputs' dtype",
+            torch_same_format, acc_formats=FP32_ONLY)(_torch_hub(_op))
+del _op
+
+
+@_hub("sum-not-mean", "scale", False, "reduction='mean' returning the sum of the terms", applies=_mse_is("mean"))
+def _hub_sum_for_mean(op, inputs, w, params, out):
+    return _hub_reduce(op, inputs, w, {**params, "reduction": "sum"})
+
+
+@_hub("mean-not-sum", "scale", False, "reduction='sum' returning the mean (the wrong reduction)",
+      applies=_mse_is("sum"), observable=_more_than_one)
+def _hub_mean_for_sum(op, inputs, w, params, out):
+    return _hub_reduce(op, inputs, w, {**params, "reduction": "mean"})
+
+
+@_hub("by-k-minus-1", "scale", False,
+      "the sum divided by K - 1: relative error 1/(K - 1), observable when 1/(K - 1) >= 4 u_out",
+      applies=_mse_is("mean"), observable=_k_minus_1_visible)
+def _hub_k_minus_1(op, inputs, w, params, out):
+    k = np.size(inputs[0])
+    s = _hub_reduce(op, inputs, w, {**params, "reduction": "sum"})
+    return w.q(f64(s) / (k - 1)) if k > 1 else np.asarray(np.inf)
+
+
+@_hub("missing-abs", "formula-error", False,
+      "the signed d in the branch test and the linear branch (|d| forgotten): a large negative d is "
+      "squared, observable where some d < -delta", observable=True)
+def _hub_missing_abs(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, absolute=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-branch", "formula-error", False,
+      "the quadratic branch everywhere (the clamp to the linear branch missing: MSE / 2), observable "
+      "where some |d| exceeds the threshold", observable=True)
+def _hub_missing_branch(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, branch=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-offset", "formula-error", False,
+      "the linear branch without its - 0.5 delta (discontinuous at the threshold)", observable=True)
+def _hub_missing_offset(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, offset=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-half", "formula-error", False, "d^2 for the quadratic branch (the 0.5 forgotten)", observable=True)
+def _hub_missing_half(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, half=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("missing-divide", "formula-error", False,
+      "smooth_l1's quadratic branch not divided by beta (huber's formula): observable when beta != 1",
+      observable=True, ops=("smooth_l1_loss",))
+def _hub_missing_divide(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, w, params, divide=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hub("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16 whatever the output format",
+      applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p))
+def _hub_acc_bf16(op, inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _mse_reduce(_hub_terms(op, inputs, w, params), params, Work(FORMATS["bfloat16"]))
+
+
+def _hub_tail_counts(op: str) -> Callable:
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        q = f64(_hub_exact(op, inputs, {**params, "reduction": "none"})).reshape(-1)
+        k = q.size
+        if k <= _MSE_BLOCK:
+            return False
+        return bool(q[((k - 1) // _MSE_BLOCK) * _MSE_BLOCK:].sum() > 4.0 * out.u * q.sum())
+
+    return observable
+
+
+for _op in _HUBER_OPS:
+    def _dropped_run(inputs, params, out, acc, seed, _op=_op):
+        w = Work(acc)
+        with np.errstate(all="ignore"):
+            q = _hub_terms(_op, inputs, w, params).reshape(-1)
+            k = q.size
+            keep = ((k - 1) // _MSE_BLOCK) * _MSE_BLOCK if k else 0
+            s = _mse_reduce(q[:keep], {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+            return finish(s if params.get("reduction", "mean") == "sum" else w.q(f64(s) / k), out)
+
+    variant(_op, "dropped-tail-block", "dropped-tile", False,
+            "the last block of 128 terms (or the partial remainder) is never added; observable when K > 128 "
+            "and the dropped terms hold more than 4 u_out of the sum", _not_none, _hub_tail_counts(_op))(_dropped_run)
+del _op
+
+
+@_hub("zeros", "zeros", False, "returns zeros of the right shape and dtype")
+def _hub_zeros(op, inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# kl_div
+# ---------------------------------------------------------------------------------------------
+
+
+def _kl_terms(inputs: list, w: Work, params: Mapping[str, Any], form: str = "xlogy") -> np.ndarray:
+    """kl_div's terms in the working format, every operation rounded (log and exp correctly rounded
+    into it): ``form`` "xlogy" is torch's ``xlogy(t, t) - t x``, "diff" ``t (log t - x)``; the bugs
+    "nolog" ``t (t - x)``, "flipped" ``t (x - log t)``, "reversed" KL(input || target)
+    ``exp(x) (x - log t)``, "rawlog" ``t log t - t x`` without xlogy's 0 at t = 0."""
+    x, t = w.load(inputs[0]), w.load(inputs[1])
+    if params.get("log_target", False):
+        e = w.q(np.exp(f64(t)))
+        return w.q(e * w.q(t - x))
+    pos = t > 0
+    lt = w.q(np.log(np.where(pos, f64(t), 1.0)))
+    if form == "diff":
+        return np.where(pos, w.q(t * w.q(lt - x)), w.q(-t * x) * 0.0)
+    if form == "nolog":
+        return w.q(t * w.q(t - x))
+    if form == "flipped":
+        return np.where(pos, w.q(t * w.q(x - lt)), 0.0)
+    if form == "reversed":
+        lt_all = w.q(np.log(f64(t)))
+        return w.q(w.q(np.exp(f64(x))) * w.q(x - lt_all))
+    tlogt = w.q(t * lt) if form != "rawlog" else w.q(t * w.q(np.log(f64(t))))
+    tlogt = np.where(pos | (form == "rawlog"), tlogt, 0.0)
+    return w.q(tlogt - w.q(t * x))
+
+
+def _kl_reduce(q: np.ndarray, params: Mapping[str, Any], w: Work, n: int, order: str = "blocked",
+               **kw: Any) -> np.ndarray:
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return q
+    kw = kw or ({"block": _MSE_BLOCK} if order == "blocked" else {})
+    s = row_sum(f64(q).reshape(1, -1), w.fmt, order, **kw)[0, 0] if q.size else np.float64(0.0)
+    div = {"sum": 1, "mean": q.size, "batchmean": n}[red]
+    return np.asarray(s) if div == 1 else np.asarray(w.q(np.float64(s) / div))
+
+
+def _rows(inputs: list) -> int:
+    return int(np.shape(inputs[0])[0]) if np.ndim(inputs[0]) else 1
+
+
+def _kl_differs(core: Callable) -> Callable:
+    """``observable``: off the float64 loss by more than 8 output ULPs plus ``8 (sqrt(K) + 6) u_fp32``
+    times the reference's ``mag`` (4x a model of lam = 1, margin 2), somewhere."""
+    from ..core.formats import get_format
+    from ..core.ulp import ulp
+    from ..reference import reference
+
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        fp32 = get_format("float32")
+        with np.errstate(all="ignore"):
+            y = f64(finish(np.asarray(core(inputs, Work(fp32), params, out)), out))
+            ref = reference("kl_div", [f64(inputs[0]), f64(inputs[1])], **dict(params))
+            exact, mag = f64(ref.values), f64(ref.aux["mag"])
+        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 6.0) * fp32.u * mag
+        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
+
+    return observable
+
+
+def _kl(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+        observable: Any = None, acc_formats: tuple | None = None) -> Callable:
+    """Register ``core(inputs, w, params, out) -> loss in the working format`` for kl_div, rounded once
+    to the output format; ``observable=True``: :func:`_kl_differs`."""
+
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            with np.errstate(all="ignore"):
+                y = np.asarray(core(inputs, Work(acc), params, out))
+                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+
+        obs = _kl_differs(core) if observable is True else observable
+        variant("kl_div", name, family, legit, description, applies, obs, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, (_order, _kw, _desc) in {
+    "sequential": ("sequential", {}, "one running sum"),
+    "pairwise": ("pairwise", {}, "recursive halving, every partial sum rounded"),
+    "blocked128": ("blocked", {"block": _MSE_BLOCK}, "sequential sums of blocks of 128, block sums added in order"),
+    "splitk4": ("splitk", {"splits": 4}, "4 contiguous slices summed separately, then added"),
+    "kahan": ("kahan", {}, "Kahan compensated summation"),
+}.items():
+    _kl(_name, "accumulation-order", True,
+        f"torch's xlogy(t, t) - t x in the accumulation format (log correctly rounded into it), summed by "
+        f"{_desc}, then RN(s / K) (batchmean: / N)")(
+        lambda inputs, w, params, out, _o=_order, _k=_kw: _kl_reduce(_kl_terms(inputs, w, params), params, w,
+                                                                    _rows(inputs), _o, **_k))
+del _name, _order, _kw, _desc
+
+
+@_kl("log-difference", "formula", True, "t (log t - x) (0 where t = 0), pairwise sum")
+def _kl_diff(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "diff"), params, w, _rows(inputs), "pairwise")
+
+
+@_kl("numpy", "library", True, "numpy on float32 arrays: torch's formula with np.where, np.sum / np.mean",
+     acc_formats=FP32_ONLY)
+def _kl_numpy(inputs, w, params, out):
+    from ..backends.base import kl_div_loss
+
+    a = np.asarray(f64(inputs[0]), dtype=np.float32)
+    b = np.asarray(f64(inputs[1]), dtype=np.float32)
+    return kl_div_loss(np, a, b, params.get("reduction", "mean"), bool(params.get("log_target", False)))
+
+
+def _torch_kl(inputs, params, out, acc, seed):
+    import torch.nn.functional as F
+
+    y = F.kl_div(to_torch(inputs[0]), to_torch(inputs[1]), reduction=params.get("reduction", "mean"),
+                 log_target=bool(params.get("log_target", False)))
+    return finish(from_torch(y), out)
+
+
+variant("kl_div", "torch-cpu", "library", True, "torch.nn.functional.kl_div on CPU in the inputs' dtype",
+        torch_same_format, acc_formats=FP32_ONLY)(_torch_kl)
+
+
+@_kl("mean-not-batchmean", "scale", False,
+     "reduction='batchmean' returning the mean over every element (torch's own 'mean' trap): 1/C of the KL",
+     applies=_mse_is("batchmean"), observable=True)
+def _kl_mean_for_batchmean(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params), {"reduction": "mean"}, w, _rows(inputs))
+
+
+@_kl("sum-not-mean", "scale", False, "reduction='mean' or 'batchmean' returning the sum",
+     applies=_mse_is("mean", "batchmean"), observable=True)
+def _kl_sum_for_mean(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params), {"reduction": "sum"}, w, _rows(inputs))
+
+
+@_kl("by-n-minus-1", "scale", False, "batchmean's sum divided by N - 1", applies=_mse_is("batchmean"),
+     observable=True)
+def _kl_n_minus_1(inputs, w, params, out):
+    n = _rows(inputs)
+    s = _kl_reduce(_kl_terms(inputs, w, params), {"reduction": "sum"}, w, n)
+    return w.q(f64(s) / (n - 1)) if n > 1 else np.asarray(np.inf)
+
+
+@_kl("missing-log", "formula-error", False, "t (t - x): the log of the target forgotten", observable=True)
+def _kl_nolog(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "nolog"), params, w, _rows(inputs))
+
+
+@_kl("flipped-sign", "formula-error", False, "t (x - log t): the negated divergence", observable=True)
+def _kl_flipped(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "flipped"), params, w, _rows(inputs))
+
+
+@_kl("swapped-args", "formula-error", False,
+     "the arguments' roles swapped: KL(input || target) = exp(x) (x - log t) instead of KL(target || input)",
+     applies=lambda out, f, p: not p.get("log_target", False), observable=True)
+def _kl_reversed(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "reversed"), params, w, _rows(inputs))
+
+
+def _has_zero_target(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    return bool(np.any(f64(inputs[1]) == 0))
+
+
+@_kl("log-of-zero", "formula-error", False,
+     "t log t - t x without xlogy's 0 at t = 0: NaN (0 · -inf) wherever a target is 0",
+     applies=lambda out, f, p: not p.get("log_target", False), observable=_has_zero_target)
+def _kl_log0(inputs, w, params, out):
+    return _kl_reduce(_kl_terms(inputs, w, params, "rawlog"), params, w, _rows(inputs))
+
+
+@_kl("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16",
+     applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p), observable=True)
+def _kl_acc_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _kl_reduce(_kl_terms(inputs, w, params), params, Work(FORMATS["bfloat16"]), _rows(inputs), "sequential")
+
+
+@_kl("zeros", "zeros", False, "returns zeros of the right shape and dtype", observable=True)
+def _kl_zeros(inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# nll_loss
+# ---------------------------------------------------------------------------------------------
+
+
+def _nll_parts(inputs: list, w: Work, params: Mapping[str, Any], *, ignore: bool = True, shift: int = 0,
+               sign: float = -1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The per-row losses ``-x[n, t_n]`` (exact) and the rows kept; the bugs: ``ignore`` False (the
+    ignore_index rows read as class C - 100 ... wrapped, i.e. not left out), ``shift`` (labels off by
+    one), ``sign`` +1 (not negated)."""
+    x = w.load(inputs[0])
+    t = np.asarray(inputs[1]).astype(np.int64)
+    c = x.shape[-1]
+    keep = t != params.get("ignore_index", -100)
+    idx = np.where(keep, t, 0) if ignore else np.mod(t, c)
+    idx = np.mod(idx + shift, c)
+    picked = np.take_along_axis(x, idx[:, None], axis=-1)[:, 0] if x.size else np.zeros(t.shape)
+    loss = sign * picked
+    return (np.where(keep, loss, 0.0), keep) if ignore else (loss, np.ones_like(keep))
+
+
+def _nll_reduce(loss: np.ndarray, keep: np.ndarray, params: Mapping[str, Any], w: Work, order: str = "sequential",
+                denom: int | None = None) -> np.ndarray:
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return loss
+    s = row_sum(f64(loss)[None, :], w.fmt, order)[0, 0] if loss.size else np.float64(0.0)
+    if red == "sum":
+        return np.asarray(s)
+    return np.asarray(w.q(np.float64(s) / (int(np.sum(keep)) if denom is None else denom)))
+
+
+def _nll(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+         observable: Callable | None = None, acc_formats: tuple | None = None) -> Callable:
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            with np.errstate(all="ignore"):
+                return finish(np.asarray(core(inputs, Work(acc), params, out)), out)
+
+        variant("nll_loss", name, family, legit, description, applies, observable, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, _order in (("sequential", "sequential"), ("pairwise", "pairwise"), ("tree", "tree"), ("kahan", "kahan")):
+    _nll(_name, "accumulation-order", True, f"-x[n, t_n] (0 for ignored rows) summed {_name}, / rows kept")(
+        lambda inputs, w, params, out, _o=_order: _nll_reduce(*_nll_parts(inputs, w, params), params, w, _o))
+del _name, _order
+
+
+@_nll("numpy", "library", True, "numpy on float32 arrays: take_along_axis, np.where, np.sum / rows kept",
+      acc_formats=FP32_ONLY)
+def _nll_numpy(inputs, w, params, out):
+    from ..backends.base import nll_loss_of
+
+    x = np.asarray(f64(inputs[0]), dtype=np.float32)
+    return nll_loss_of(np, x, np.asarray(inputs[1]).astype(np.int64), params.get("reduction", "mean"),
+                       params.get("ignore_index", -100))
+
+
+def _torch_nll(inputs, params, out, acc, seed):
+    import torch
+    import torch.nn.functional as F
+
+    y = F.nll_loss(to_torch(inputs[0]), torch.as_tensor(np.asarray(inputs[1]).astype(np.int64)),
+                   reduction=params.get("reduction", "mean"), ignore_index=params.get("ignore_index", -100))
+    return finish(from_torch(y), out)
+
+
+variant("nll_loss", "torch-cpu", "library", True, "torch.nn.functional.nll_loss on CPU in the inputs' dtype",
+        torch_same_format, acc_formats=FP32_ONLY)(_torch_nll)
+
+
+def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    return bool(np.any(np.asarray(inputs[1]) == params.get("ignore_index", -100)))
+
+
+@_nll("ignore-index-ignored", "formula-error", False,
+      "ignore_index rows not left out (their index wrapped into [0, C) and averaged in); observable when "
+      "some target is ignore_index", observable=_some_ignored)
+def _nll_no_ignore(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params, ignore=False), params, w)
+
+
+@_nll("mean-over-all-rows", "scale", False,
+      "ignored rows left out of the sum but counted in the mean's denominator (sum / N)",
+      applies=_mse_is("mean"), observable=_some_ignored)
+def _nll_all_rows(inputs, w, params, out):
+    loss, keep = _nll_parts(inputs, w, params)
+    return _nll_reduce(loss, keep, params, w, denom=loss.size)
+
+
+@_nll("not-negated", "formula-error", False, "x[n, t_n] without the minus sign")
+def _nll_sign(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params, sign=1.0), params, w)
+
+
+@_nll("off-by-one", "formula-error", False, "labels read one class off (t_n + 1 mod C)")
+def _nll_shift(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params, shift=1), params, w)
+
+
+@_nll("sum-not-mean", "scale", False, "reduction='mean' returning the sum", applies=_mse_is("mean"))
+def _nll_sum(inputs, w, params, out):
+    return _nll_reduce(*_nll_parts(inputs, w, params), {"reduction": "sum"}, w)
+
+
+@_nll("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16",
+      applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p))
+def _nll_acc_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _nll_reduce(*_nll_parts(inputs, w, params), params, Work(FORMATS["bfloat16"]))
+
+
+@_nll("zeros", "zeros", False, "returns zeros of the right shape and dtype")
+def _nll_zeros(inputs, w, params, out):
+    n = np.shape(inputs[1])[0]
+    return np.zeros(n) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# hinge_embedding_loss
+# ---------------------------------------------------------------------------------------------
+
+
+def _hinge_terms(inputs: list, w: Work, params: Mapping[str, Any], *, clamp: bool = True, flip: bool = False,
+                 sign: float = 1.0) -> np.ndarray:
+    """``x`` (target 1) or ``RN(max(0, RN(margin - x)))`` (target -1) in the working format; the bugs:
+    ``clamp`` False (the max forgotten), ``flip`` (the branches swapped), ``sign`` -1 (``-x`` for target 1)."""
+    x, y = w.load(inputs[0]), f64(inputs[1])
+    h = w.q(w.c(params.get("margin", 1.0)) - x)
+    h = np.maximum(h, 0.0) if clamp else h
+    pos = (y == 1) if not flip else (y != 1)
+    return np.where(pos, sign * x, h)
+
+
+def _hinge_differs(core: Callable) -> Callable:
+    """``observable``: off the float64 loss by more than 8 output ULPs plus ``8 (sqrt(K) + 3) u_fp32``
+    times the reference's ``mag``, somewhere."""
+    from ..core.formats import get_format
+    from ..core.ulp import ulp
+    from ..reference import reference
+
+    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+        fp32 = get_format("float32")
+        with np.errstate(all="ignore"):
+            y = f64(finish(np.asarray(core(inputs, Work(fp32), params, out)), out))
+            ref = reference("hinge_embedding_loss", [f64(inputs[0]), f64(inputs[1])], **dict(params))
+            exact, mag = f64(ref.values), f64(ref.aux["mag"])
+        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 3.0) * fp32.u * mag
+        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
+
+    return observable
+
+
+def _hinge(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+           observable: Any = None, acc_formats: tuple | None = None) -> Callable:
+    def deco(core: Callable) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            with np.errstate(all="ignore"):
+                y = np.asarray(core(inputs, Work(acc), params, out))
+                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+
+        obs = _hinge_differs(core) if observable is True else observable
+        variant("hinge_embedding_loss", name, family, legit, description, applies, obs, acc_formats)(run)
+        return core
+
+    return deco
+
+
+for _name, (_order, _kw) in {"sequential": ("sequential", {}), "pairwise": ("pairwise", {}),
+                             "blocked128": ("blocked", {"block": _MSE_BLOCK}), "kahan": ("kahan", {})}.items():
+    _hinge(_name, "accumulation-order", True, f"the terms in the accumulation format, summed {_name}, then RN(s / K)")(
+        lambda inputs, w, params, out, _o=_order, _k=_kw: _mse_reduce(_hinge_terms(inputs, w, params), params, w, _o, **_k))
+del _name, _order, _kw
+
+
+@_hinge("numpy", "library", True, "numpy on float32 arrays: np.where / np.maximum, np.mean / np.sum",
+        acc_formats=FP32_ONLY)
+def _hinge_numpy(inputs, w, params, out):
+    from ..backends.base import hinge_terms, reduce_loss
+
+    x = np.asarray(f64(inputs[0]), dtype=np.float32)
+    y = np.asarray(f64(inputs[1]), dtype=np.float32)
+    return reduce_loss(np, hinge_terms(np, x, y, params.get("margin", 1.0)), params.get("reduction", "mean"))
+
+
+def _torch_hinge(inputs, params, out, acc, seed):
+    import torch.nn.functional as F
+
+    y = F.hinge_embedding_loss(to_torch(inputs[0]), to_torch(inputs[1]), margin=params.get("margin", 1.0),
+                               reduction=params.get("reduction", "mean"))
+    return finish(from_torch(y), out)
+
+
+variant("hinge_embedding_loss", "torch-cpu", "library", True,
+        "torch.nn.functional.hinge_embedding_loss on CPU in the inputs' dtype", torch_same_format,
+        acc_formats=FP32_ONLY)(_torch_hinge)
+
+
+@_hinge("missing-clamp", "formula-error", False, "margin - x without the max(0, .)", observable=True)
+def _hinge_noclamp(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, clamp=False), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("labels-swapped", "formula-error", False, "the branches of target 1 and -1 swapped", observable=True)
+def _hinge_flip(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, flip=True), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("negated-positive", "formula-error", False, "-x for target 1", observable=True)
+def _hinge_sign(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, sign=-1.0), params, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("sum-not-mean", "scale", False, "reduction='mean' returning the sum", applies=_mse_is("mean"), observable=True)
+def _hinge_sum(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params), {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+
+
+@_hinge("by-k-minus-1", "scale", False, "the sum divided by K - 1", applies=_mse_is("mean"), observable=True)
+def _hinge_k1(inputs, w, params, out):
+    q = _hinge_terms(inputs, w, params)
+    s = _mse_reduce(q, {"reduction": "sum"}, w, "blocked", block=_MSE_BLOCK)
+    return w.q(f64(s) / (q.size - 1)) if q.size > 1 else np.asarray(np.inf)
+
+
+@_hinge("acc-bf16", "accumulation-precision", False, "the running sum kept in bfloat16",
+        applies=lambda out, f, p: out.name != "bfloat16" and _not_none(out, f, p), observable=True)
+def _hinge_bf16(inputs, w, params, out):
+    from ..core.formats import FORMATS
+
+    return _mse_reduce(_hinge_terms(inputs, w, params), params, Work(FORMATS["bfloat16"]))
+
+
+@_hinge("zeros", "zeros", False, "returns zeros of the right shape and dtype", observable=True)
+def _hinge_zeros(inputs, w, params, out):
+    return np.zeros(np.shape(inputs[0])) if params.get("reduction", "mean") == "none" else np.asarray(0.0)
+
+
 #: diagnosis causes of the bugs whose family does not say it (numstd.corpus.FAMILY_CAUSES)
 _CAUSES: dict = {"mean-over-classes": "scale", "sum-not-mean": "scale", "mean-not-sum": "scale",
-                 "by-k-minus-1": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
+                 "by-k-minus-1": "scale", "by-n-minus-1": "scale", "mean-not-batchmean": "scale", "mean-over-all-rows": "scale", "half": "scale", "dropped-tail-block": "dropped-terms"}
 
 VARIANTS: tuple = with_causes(_V, _CAUSES)

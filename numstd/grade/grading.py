@@ -125,6 +125,39 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         return _channel_norm_call(name, x, args, kwargs)
     if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"):
         return _pool_call(name, x, args, kwargs)
+    if name == "hinge_embedding_loss":  # (input, target, margin, size_average, reduce, reduction)
+        if any(_arg(args, kwargs, i, k) is not None for i, k in ((3, "size_average"), (4, "reduce"))):
+            return None
+        return name, [x, _arg(args, kwargs, 1, "target")], {
+            "margin": float(_arg(args, kwargs, 2, "margin", 1.0)), "reduction": _arg(args, kwargs, 5, "reduction", "mean")}
+    if name == "nll_loss":  # F.nll_loss(input, target, weight, size_average, ignore_index, reduce, reduction)
+        if _arg(args, kwargs, 2, "weight") is not None or any(_arg(args, kwargs, i, k) is not None
+                                                             for i, k in ((3, "size_average"), (5, "reduce"))):
+            return None
+        return "nll_loss", [x, _arg(args, kwargs, 1, "target")], {
+            "reduction": _arg(args, kwargs, 6, "reduction", "mean"),
+            "ignore_index": int(_arg(args, kwargs, 4, "ignore_index", -100))}
+    if name == "kl_div":  # F.kl_div(input, target, size_average, reduce, reduction, log_target), nn.KLDivLoss
+        if any(kwargs.get(k) is not None for k in ("size_average", "reduce")) or any(a is not None for a in args[2:4]):
+            return None
+        return "kl_div", [x, _arg(args, kwargs, 1, "target")], {
+            "reduction": _arg(args, kwargs, 4, "reduction", "mean"),
+            "log_target": bool(_arg(args, kwargs, 5, "log_target", False))}
+    if name in ("huber_loss", "smooth_l1_loss"):  # F.* and nn.HuberLoss / nn.SmoothL1Loss (their forwards)
+        if any(kwargs.get(k) is not None for k in ("size_average", "reduce", "weight")):
+            return None
+        params = {"reduction": kwargs.get("reduction", "mean")}
+        if name == "huber_loss":  # huber_loss(input, target, reduction, delta, weight)
+            if len(args) > 4 and args[4] is not None:
+                return None
+            params["reduction"] = _arg(args, kwargs, 2, "reduction", "mean")
+            params["delta"] = _arg(args, kwargs, 3, "delta", 1.0)
+        else:  # smooth_l1_loss(input, target, size_average, reduce, reduction, beta)
+            if any(a is not None for a in args[2:4]):
+                return None
+            params["reduction"] = _arg(args, kwargs, 4, "reduction", "mean")
+            params["beta"] = _arg(args, kwargs, 5, "beta", 1.0)
+        return name, [x, _arg(args, kwargs, 1, "target")], params
     if name == "scaled_dot_product_attention":
         if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
             return None

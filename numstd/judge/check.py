@@ -121,10 +121,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
         if covered:  # no standard covers this output for these inputs: a failing dtype verdict
             listing = "; ".join(f"inputs {s.formats['inputs']} → {s.output.name} ({s.key})" for s in covered)
             what = act_problem or f"output format {act_fmt}"
-            return _early_fail(std, op, shape, act_fmt, dict(full, **selectors),
+            return _early_fail(std, op, shape, act_fmt, _recorded(spec, full, selectors),
                                f"{what}: no standard covers it for inputs {in_fmts}; covered: {listing}", "dtype")
-    record = dict(full)
-    record.update(selectors)
+    record = _recorded(spec, full, selectors)
     if act_problem is not None or act.shape != shape:
         problem = act_problem or f"output shape {act.shape} is not the expected {shape}"
         return _early_fail(std, op, shape, act_fmt, record, problem, "dtype" if act_problem else "shape")
@@ -184,6 +183,16 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
 #: chunk sizes above this are one chunk anyway (no output has 2^62 elements); keeps byte counts in range
 _MAX_CHUNK = 1 << 62
+
+
+def _recorded(spec: Any, full: dict, selectors: dict) -> dict:
+    """The parameters a verdict records: the validated ones and the selectors, without the variant
+    flags (``OpInfo.variant_params``) left at their defaults, so that a verdict of a standard published
+    before the op had variants stays byte-identical (tests/test_golden.py)."""
+    record = {k: v for k, v in full.items()
+              if not (k in spec.variant_params and k in spec.params and v == spec.params[k] and k not in selectors)}
+    record.update(selectors)
+    return record
 
 
 def _chunk_size(value: Any) -> int | None:

@@ -75,6 +75,11 @@ def _cuttable_reduced_axis(op: str, params: dict, out_ndim: int) -> int:
     return -1
 
 
+#: losses of one term per element (nll_loss: per row) of their inputs, then a reduction
+_PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss",
+                                          "hinge_embedding_loss")
+
+
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:
     """Number of leading output axes that may be split (axes ``0 .. n-1``)."""
     if out_ndim == 0:
@@ -100,16 +105,16 @@ def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params
         return out_ndim - 1 if b.ndim >= 2 else out_ndim
     if op == "attention":
         return out_ndim - 2 if params.get("causal") else out_ndim - 1
-    if op in ("cross_entropy", "mse_loss") and params.get("reduction") == "none":
+    if op in ("cross_entropy", *_PAIRWISE_LOSSES) and params.get("reduction") == "none":
         return out_ndim
     return 0
 
 
 def _input_index(op: str, arr: np.ndarray, pos: int, out_ndim: int, idx: tuple, n_split: int) -> tuple | None:
     """The index of input ``pos`` for an output index over the first axes; None = use whole input."""
-    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", "mse_loss",
+    if op in ("softmax", "log_softmax", "cumsum", "layer_norm", "rms_norm", "cross_entropy", *_PAIRWISE_LOSSES,
               "group_norm", "instance_norm", "batch_norm", *POOLING) or arr.ndim == out_ndim and op not in ("matmul", "attention", "linear", "conv", "conv_transpose"):
-        if pos == 0 or (op in ("cross_entropy", "mse_loss", "cumsum") and pos == 1):  # (cumsum's mask)
+        if pos == 0 or (op in ("cross_entropy", *_PAIRWISE_LOSSES, "cumsum") and pos == 1):  # (cumsum's mask)
             return idx
         if op in ("layer_norm", "rms_norm") and len(idx) == out_ndim:  # a piece of rows: its weight and bias
             return idx[-1:]

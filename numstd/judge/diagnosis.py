@@ -68,7 +68,7 @@ FIXES: Mapping[str, str] = {
 
 _EXP_OPS = ("softmax", "log_softmax", "cross_entropy", "attention")
 _REDUCING = ("matmul", "linear", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm", "rms_norm",
-             "attention", "cross_entropy", "mse_loss")
+             "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss")
 _ELEMENTWISE = ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt")
 
 

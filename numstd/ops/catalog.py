@@ -24,7 +24,8 @@ softmax         softmax, log_softmax
 normalization   layer_norm, rms_norm, group_norm, instance_norm, batch_norm
 elementwise     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt, softplus
 attention       attention  (two contractions around a softmax)
-loss            cross_entropy, mse_loss
+loss            cross_entropy, mse_loss, huber_loss, smooth_l1_loss, kl_div, nll_loss,
+                hinge_embedding_loss
 exact           (reserved; the exact ops hardtanh, clamp, relu, amax, amin keep their family's kind
                 and are exact through a zero-bound reference)
 ==============  =====================================================================
@@ -273,7 +274,8 @@ def _check_params(spec: OpInfo, arrays: list, params: Mapping[str, Any]) -> dict
             raise ParameterError(f"{op}: scale must be a finite number or None (1/sqrt(E)), got {s!r}")
         full["scale"] = float(s)
     if "reduction" in full:
-        full["reduction"] = _choice(op, "reduction", full["reduction"], ("mean", "sum", "none"))
+        full["reduction"] = _choice(op, "reduction", full["reduction"],
+                                    ("mean", "sum", "none") + (("batchmean",) if op == "kl_div" else ()))
     for name, rule in spec.param_checks.items():
         full[name] = rule(op, full[name])
     if spec.check_params is not None:

@@ -20,7 +20,7 @@ module              ops
 ``normalization``   layer_norm, rms_norm
 ``elementwise``     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt
 ``attention``       attention
-``loss``            cross_entropy, mse_loss
+``loss``            cross_entropy, mse_loss, huber_loss, smooth_l1_loss, kl_div, nll_loss, hinge_embedding_loss
 ``exact``           hardtanh, clamp, amax, amin (bound 0)
 ==================  =================================================================
 

@@ -31,6 +31,33 @@ pairwise depth; ``"mean"`` divides that double-double by ``K = numel`` (+ ``DIV_
 the other terms divided by ``K``).  aux: ``K`` the number of squared differences each output sums
 (``numel`` for mean and sum, 1 for none, so one error formula covers every reduction).
 Non-finite inputs give numpy's IEEE result and an infinite bound for the reduced outputs.
+
+huber_loss / smooth_l1_loss: the terms ``q_i`` in float64 from ``d = fl(a_i - b_i)``, ``z = |d|``:
+huber ``0.5 z z`` (``z < delta``) or ``delta (z - 0.5 delta)``; smooth_l1 ``0.5 z z / beta`` (``z < beta``)
+or ``z - 0.5 beta`` (``z`` for ``beta = 0``).  Each is within ``HUBER_TERM_C u q_i``,
+``HUBER_TERM_C = 4.01``: the quadratic branches round d, the square and (smooth_l1) the division; the
+linear ones round d (relative ``u z <= 2u (z - 0.5 delta)`` as ``z >= delta``), the subtraction and
+the product by delta.  A branch picked on the rounded ``z`` near the threshold costs
+``0.5 (z - delta)^2 <= 0.5 u^2 z^2`` (the two branches meet with equal slope), inside the slack.
+The terms are non-negative and reduced like mse_loss's (double-double sum, aux ``K``).
+
+kl_div: ``q_i = xlogy(t_i, t_i) - t_i x_i`` (torch's formula; 0 where ``t_i = 0``) or, with
+``log_target``, ``q_i = exp(t_i) (t_i - x_i)``, in float64.  The product ``t_i x_i`` of two inputs of
+at most 24 significant bits is exact; ``log`` and ``exp`` are within one float64 ulp (glibc's), so
+each term is within ``KL_TERM_C u m_i``, ``KL_TERM_C = 4.01``, of its value with
+``m_i = w_i (|l_i| + |x_i|)`` (``w = t, l = log t``; log_target ``w = exp(t), l = t``), the magnitude of
+the term's parts.  The terms have both signs: the double-double sum errs by ``|lo| + DD_C d u^2
+sum |q_i|``.  aux: ``K`` (numel, 1 for none), ``N`` (input.shape[0], 1 for a 0-d input) and ``mag``,
+the ``m_i`` reduced like the values (sum / K for mean, sum / N for batchmean).
+
+nll_loss: ``loss_n = -x[n, t_n]`` (exact), 0 where ``t_n = ignore_index``; summed in double-double,
+the mean divided by the rows kept.  aux: ``K`` the rows kept (1 for none) and ``mag`` the ``|loss_n|``
+reduced like the values.
+
+hinge_embedding_loss: ``l_i = x_i`` (target 1, exact) or ``max(0, margin - x_i)`` (target -1, the
+difference rounded once: ``u |l_i|``); summed in double-double.  aux: ``K`` (numel, 1 for none) and
+``mag``, ``|l_i| + |margin|`` on the active margin terms and ``|l_i|`` elsewhere, reduced like the
+values (an fp32 kernel also rounds the margin).
 """
 
 from __future__ import annotations
@@ -40,10 +67,17 @@ import numpy as np
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
-__all__ = ["cross_entropy", "mse_loss", "BATCH_KEY", "MSE_TERM_C"]
+__all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
+           "KL_TERM_C"]
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
 MSE_TERM_C = 3.01
+
+#: relative bound, in units of u, of one huber / smooth_l1 term (module docstring)
+HUBER_TERM_C = 4.01
+
+#: bound, in units of u times the term's magnitude m_i, of one kl_div term (module docstring)
+KL_TERM_C = 4.01
 
 #: params key of the whole batch's row count when the reference is computed in chunks of rows
 BATCH_KEY = "_batch"
@@ -87,9 +121,31 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         d = np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64)
         q = d * d
-    reduction = params["reduction"]
+    return _reduce_terms(q, MSE_TERM_C, params["reduction"])
+
+
+def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``huber_loss(input, target, reduction, delta)``; see the module docstring."""
+    delta = float(params["delta"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
+        q = np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"])
+
+
+def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``smooth_l1_loss(input, target, reduction, beta)``; see the module docstring."""
+    beta = float(params["beta"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
+        q = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"])
+
+
+def _reduce_terms(q: np.ndarray, c: float, reduction: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Non-negative float64 terms ``q`` (each within ``c u q``) reduced in double-double."""
     if reduction == "none":
-        return q, MSE_TERM_C * U * q, {"K": np.asarray(1.0)}
+        return q, c * U * q, {"K": np.asarray(1.0)}
     k = q.size
     aux = {"K": np.asarray(float(k))}
     if k == 0:  # (mean of nothing is refused by the entry's shape rule)
@@ -101,8 +157,102 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         return np.asarray(total), np.asarray(np.inf), aux
     hi, lo, depth = pairwise_sum(flat, -1)
     S = np.sum(flat)
-    spread = DD_C * depth * U * U * S + MSE_TERM_C * U * S
+    spread = DD_C * depth * U * U * S + c * U * S
     if reduction == "sum":
         return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
     qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), k)
     return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / k), aux
+
+
+def kl_div(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``kl_div(input, target, reduction, log_target)``; see the module docstring."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    t = np.asarray(arrays[1], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        if params["log_target"]:
+            w = np.exp(t)
+            q = w * (t - x)
+            m = w * (np.abs(t) + np.abs(x))
+        else:
+            pos = t > 0
+            lt = np.log(np.where(pos, t, 1.0))
+            tlogt = np.where(pos, t * lt, np.where(t == 0, 0.0, np.nan))
+            q = tlogt - t * x
+            m = np.abs(t) * (np.abs(lt) + np.abs(x))
+    reduction = params["reduction"]
+    n = float(params.get(BATCH_KEY, x.shape[0] if x.ndim else 1))
+    if reduction == "none":
+        return q, KL_TERM_C * U * m, {"K": np.asarray(1.0), "N": np.asarray(n), "mag": m}
+    k = q.size
+    div = {"sum": 1, "mean": k, "batchmean": int(n)}[reduction]
+    flat, mflat = q.reshape(-1), m.reshape(-1)
+    msum = float(np.sum(mflat)) if k else 0.0
+    aux = {"K": np.asarray(float(k)), "N": np.asarray(n), "mag": np.asarray(msum / div if div else 0.0)}
+    if k == 0:
+        return np.asarray(0.0), np.asarray(0.0), aux
+    if not np.all(np.isfinite(flat)):  # IEEE propagation of inf/NaN inputs
+        with np.errstate(all="ignore"):
+            return np.asarray(np.sum(flat) / div), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(flat, -1)
+    spread = DD_C * depth * U * U * float(np.sum(np.abs(flat))) + KL_TERM_C * U * msum
+    if div == 1:
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
+
+
+def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``nll_loss(input, target, reduction, ignore_index)``; see the module docstring."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    t = np.asarray(arrays[1]).astype(np.int64)
+    keep = t != params["ignore_index"]
+    picked = np.take_along_axis(x, np.where(keep, t, 0)[:, None], axis=-1)[:, 0] if x.size else np.zeros(t.shape)
+    loss = np.where(keep, -picked, 0.0)
+    reduction = params["reduction"]
+    if reduction == "none":
+        return loss, np.zeros_like(loss), {"K": np.asarray(1.0), "mag": np.abs(loss)}
+    k = int(np.sum(keep))
+    div = k if reduction == "mean" else 1
+    mag = float(np.sum(np.abs(loss)))
+    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(mag / div if div else 0.0)}
+    if loss.size == 0 or k == 0:
+        return np.asarray(0.0), np.asarray(0.0), aux
+    if not np.all(np.isfinite(loss)):
+        with np.errstate(all="ignore"):
+            return np.asarray(np.sum(loss) / div), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(loss, -1)
+    spread = DD_C * depth * U * U * mag
+    if div == 1:
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
+
+
+def hinge_embedding_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Reference of ``hinge_embedding_loss(input, target, margin, reduction)``; see the module docstring."""
+    x = np.asarray(arrays[0], dtype=np.float64)
+    y = np.asarray(arrays[1], dtype=np.float64)
+    margin = float(params["margin"])
+    with np.errstate(all="ignore"):
+        hinge = np.maximum(margin - x, 0.0)
+        loss = np.where(y == 1, x, hinge)
+        per = np.where(y == 1, 0.0, U * hinge)
+        m = np.abs(loss) + np.where((y != 1) & (hinge > 0), abs(margin), 0.0)
+    reduction = params["reduction"]
+    if reduction == "none":
+        return loss, per, {"K": np.asarray(1.0), "mag": m}
+    k = loss.size
+    div = k if reduction == "mean" else 1
+    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(float(np.sum(m)) / div if div else 0.0)}
+    if k == 0:
+        return np.asarray(0.0), np.asarray(0.0), aux
+    flat = loss.reshape(-1)
+    if not np.all(np.isfinite(flat)):
+        with np.errstate(all="ignore"):
+            return np.asarray(np.sum(flat) / div), np.asarray(np.inf), aux
+    hi, lo, depth = pairwise_sum(flat, -1)
+    spread = DD_C * depth * U * U * float(np.sum(np.abs(flat))) + float(np.sum(per))
+    if div == 1:
+        return np.asarray(hi), np.asarray(np.abs(lo) + spread), aux
+    qh, ql = dd_div_int(np.asarray(hi), np.asarray(lo), div)
+    return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
