@@ -21,7 +21,7 @@ from numstd.errors import NumstdError
 from numstd.ops import OPS
 from numstd.verdict import Verdict
 
-SMALL = {"matmul": (3, 8, 4), "linear": (3, 8, 4), "attention": (1, 3, 5, 4), "cross_entropy": (4, 6),
+SMALL = {"matmul": (3, 8, 4), "linear": (3, 8, 4), "attention": (1, 3, 5, 4), "cross_entropy": (4, 6), "nll_loss": (4, 6),
          "softmax": (3, 7), "log_softmax": (3, 7), "layer_norm": (3, 7), "rms_norm": (3, 7),
          "sum": (3, 7), "mean": (3, 7), "cumsum": (3, 7), "conv": (2, 2, 4, 2, 2, 1, 1, 3, 9),
          "conv_transpose": (2, 2, 4, 2, 2, 1, 1, 1, 3, 5),

@@ -278,6 +278,7 @@ def test_grade_detects_the_losses_and_judges_them_by_their_standards():
 @pytest.mark.torch
 @pytest.mark.parametrize("fmt", ["float32", "bfloat16", "float16"])
 def test_kernelbench_problem_reference_faithful_and_near_miss(fmt):
+    pytest.importorskip("torch")  # (the KernelBench problem file imports torch)
     from numstd.grade_cli import grade_files, load_module
 
     prob = PROBLEMS / "huber" / "problem.py"

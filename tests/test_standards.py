@@ -16,7 +16,10 @@ from numstd.registry import list_standards
 from numstd.suites import cases_for
 
 SEED = 77
-STANDARDS = [s for s in list_standards(status="active") if s.op != "module"]
+_ACTIVE = [s for s in list_standards(status="active") if s.op != "module"]
+# the newest version of each ID: an older version's meaning is pinned by its golden verdicts
+# (tests/test_golden.py) and was tested on fresh inputs when it was the newest
+STANDARDS = [s for s in _ACTIVE if s.version == max(x.version for x in _ACTIVE if x.id == s.id)]
 
 
 def _third_party(v):
