@@ -757,9 +757,10 @@ def _rows(inputs: list) -> int:
     return int(np.shape(inputs[0])[0]) if np.ndim(inputs[0]) else 1
 
 
-def _kl_differs(core: Callable) -> Callable:
-    """``observable``: off the float64 loss by more than 8 output ULPs plus ``8 (sqrt(K) + 6) u_fp32``
-    times the reference's ``mag`` (4x a model of lam = 1, margin 2), somewhere."""
+def _mag_differs(op: str, c: float, core: Callable) -> Callable:
+    """``observable``: the bug's float32 result is off the float64 loss of ``op`` by more than 8 output
+    ULPs plus ``8 (sqrt(K) + c) u_fp32`` times the reference's ``mag`` (4x a model of lam = 1, margin 2),
+    somewhere (K the terms per output)."""
     from ..core.formats import get_format
     from ..core.ulp import ulp
     from ..reference import reference
@@ -768,31 +769,38 @@ def _kl_differs(core: Callable) -> Callable:
         fp32 = get_format("float32")
         with np.errstate(all="ignore"):
             y = f64(finish(np.asarray(core(inputs, Work(fp32), params, out)), out))
-            ref = reference("kl_div", [f64(inputs[0]), f64(inputs[1])], **dict(params))
+            ref = reference(op, [f64(inputs[0]), f64(inputs[1])], **dict(params))
             exact, mag = f64(ref.values), f64(ref.aux["mag"])
         k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
-        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 6.0) * fp32.u * mag
+        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + c) * fp32.u * mag
         return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
 
     return observable
 
 
-def _kl(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
-        observable: Any = None, acc_formats: tuple | None = None) -> Callable:
-    """Register ``core(inputs, w, params, out) -> loss in the working format`` for kl_div, rounded once
-    to the output format; ``observable=True``: :func:`_kl_differs`."""
+def _registrar(op: str, c: float) -> Callable:
+    """The variant decorator of a two-input loss ``op``: it registers ``core(inputs, w, params, out) ->
+    loss in the working format``, rounded once to the output format; ``observable=True`` means
+    :func:`_mag_differs` with the constant ``c`` of ``op``'s model."""
 
-    def deco(core: Callable) -> Callable:
-        def run(inputs, params, out, acc, seed):
-            with np.errstate(all="ignore"):
-                y = np.asarray(core(inputs, Work(acc), params, out))
-                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
+    def register(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
+                 observable: Any = None, acc_formats: tuple | None = None) -> Callable:
+        def deco(core: Callable) -> Callable:
+            def run(inputs, params, out, acc, seed):
+                with np.errstate(all="ignore"):
+                    y = np.asarray(core(inputs, Work(acc), params, out))
+                    return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
 
-        obs = _kl_differs(core) if observable is True else observable
-        variant("kl_div", name, family, legit, description, applies, obs, acc_formats)(run)
-        return core
+            obs = _mag_differs(op, c, core) if observable is True else observable
+            variant(op, name, family, legit, description, applies, obs, acc_formats)(run)
+            return core
 
-    return deco
+        return deco
+
+    return register
+
+
+_kl = _registrar("kl_div", 6.0)
 
 
 for _name, (_order, _kw, _desc) in {
@@ -1039,39 +1047,7 @@ def _hinge_terms(inputs: list, w: Work, params: Mapping[str, Any], *, clamp: boo
     return np.where(pos, sign * x, h)
 
 
-def _hinge_differs(core: Callable) -> Callable:
-    """``observable``: off the float64 loss by more than 8 output ULPs plus ``8 (sqrt(K) + 3) u_fp32``
-    times the reference's ``mag``, somewhere."""
-    from ..core.formats import get_format
-    from ..core.ulp import ulp
-    from ..reference import reference
-
-    def observable(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
-        fp32 = get_format("float32")
-        with np.errstate(all="ignore"):
-            y = f64(finish(np.asarray(core(inputs, Work(fp32), params, out)), out))
-            ref = reference("hinge_embedding_loss", [f64(inputs[0]), f64(inputs[1])], **dict(params))
-            exact, mag = f64(ref.values), f64(ref.aux["mag"])
-        k = 1 if params.get("reduction", "mean") == "none" else np.size(inputs[0])
-        tol = 8.0 * f64(ulp(exact, out)) + 8.0 * (np.sqrt(k) + 3.0) * fp32.u * mag
-        return bool(np.any(~(np.abs(y.reshape(np.shape(exact)) - exact) <= tol)))
-
-    return observable
-
-
-def _hinge(name: str, family: str, legit: bool, description: str, *, applies: Callable | None = None,
-           observable: Any = None, acc_formats: tuple | None = None) -> Callable:
-    def deco(core: Callable) -> Callable:
-        def run(inputs, params, out, acc, seed):
-            with np.errstate(all="ignore"):
-                y = np.asarray(core(inputs, Work(acc), params, out))
-                return finish(y.reshape(np.shape(inputs[0])) if y.ndim else y, out)
-
-        obs = _hinge_differs(core) if observable is True else observable
-        variant("hinge_embedding_loss", name, family, legit, description, applies, obs, acc_formats)(run)
-        return core
-
-    return deco
+_hinge = _registrar("hinge_embedding_loss", 3.0)
 
 
 for _name, (_order, _kw) in {"sequential": ("sequential", {}), "pairwise": ("pairwise", {}),
