@@ -168,9 +168,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "out of the mean); reduction 'mean' (sum / rows kept), 'sum' or 'none' (the N losses)."
     ),
           shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag"),
-          integer_inputs=(1,), param_checks={"ignore_index": _index},
-          calls={"torch": Call("torch.nn.functional.nll_loss",
-                               {"reduction": "reduction", "ignore_index": "ignore_index"})}),
+          integer_inputs=(1,), param_checks={"ignore_index": _index}),  # (torch: the backend's own call, target.long())
     entry("hinge_embedding_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "margin": 1.0}, (
         "l_i = input_i where target_i = 1, max(0, margin - input_i) where target_i = -1 "
         "(torch.nn.functional.hinge_embedding_loss): input and target (only 1 and -1) of the same shape; "
