@@ -8,7 +8,9 @@ For each working format (fp32, bf16, fp16) and each problem in ``tests/problems/
    candidates with grade seeds 0–7 (their maximum ratios have a heavy tail: a row dominated by one
    element makes a sequential fp32 sum √K times worse than torch's), the near misses with seed 0;
 2. for each faithful candidate (``faithful.py``: the legitimate evidence) and quantile q, the
-   smallest ``factor`` with ``cand_q ≤ factor·base_q + rho`` — ``(cand_q − rho)/base_q`` — and the
+   smallest ``factor`` with ``cand_q ≤ factor·base_q + floor`` — ``(cand_q − floor)/base_q``, ``floor``
+   ``rho`` or, below ``quantile_min_n`` output elements, the accumulation floor
+   (:func:`numstd.grade.module_standard.accumulation_floor`) — and the
    bias threshold ``τ`` it needs: ``|m_c| − max(|m_b|, |m_r|) − z·se`` for the template's
    ``bias_mode = "one_sided"`` (:func:`numstd.module_standard.one_sided_bias`, version 2),
    ``|m_c − m_b| − z·se`` for ``"paired"`` (:func:`numstd.grade.paired_bias`, version 1);
@@ -48,7 +50,7 @@ if str(ROOT) not in sys.path:
 
 from numstd.calibrate import _ceil2  # noqa: E402
 from numstd.grade import QUANTILES, judge_case, module_errors, paired_bias, quantiles, run_cases  # noqa: E402
-from numstd.module_standard import one_sided_bias  # noqa: E402
+from numstd.grade.module_standard import accumulation_floor, one_sided_bias, reduction_length  # noqa: E402
 from numstd.grade_cli import load_module  # noqa: E402
 
 PROBLEMS = ROOT / "tests" / "problems"
@@ -99,11 +101,12 @@ def _needs(run, std) -> tuple[float, float]:
     """(factor, tau) this legitimate case needs (module docstring, step 2)."""
     m = _errors(run, std)
     rho = std.model.rho
+    floor = accumulation_floor(std, int(m.baseline_err.size), reduction_length(run.input_elements, run.truth))
     need = 0.0
     for bq, cq in zip(quantiles(np.abs(m.baseline_err)), quantiles(np.abs(m.candidate_err))):
-        if cq <= rho:
+        if cq <= floor:
             continue
-        need = max(need, math.inf if bq == 0 else (cq - rho) / bq)
+        need = max(need, math.inf if bq == 0 else (cq - floor) / bq)
     if std.criteria.bias_mode == "one_sided":
         b = one_sided_bias(m, rho)
         stat = b["excess"] if b["n"] >= 2 else 0.0  # one element: bias not tested
@@ -251,8 +254,9 @@ def _provenance(key: str, command: str, date: str, evidence: Path, prior: float 
     import torch
 
     return {
-        "method": ("scripts/calibrate_module.py: factor = margin x the largest (cand_q - rho)/base_q over the "
-                   "faithful candidates of tests/problems (fp32 internal, other accumulation orders) on every "
+        "method": ("scripts/calibrate_module.py: factor = margin x the largest (cand_q - floor)/base_q (floor = rho, "
+                   "or the accumulation floor below quantile_min_n output elements) over the faithful candidates of "
+                   "tests/problems (fp32 internal, other accumulation orders) on every "
                    "trial and suite distribution (grade seeds 0-7); every faithful candidate also passes held-out grade seeds "
                    "8 and 9; every near miss verified to fail; bias tau from the template's bias_mode"
                    + (f"; the factor also covers the largest need {prior:.4g} of the faithful evidence in "

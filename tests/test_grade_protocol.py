@@ -239,7 +239,7 @@ def test_snippet_is_short_and_leads_with_the_cause_and_review_renders_the_rubric
     assert main(["review", str(path)]) == 0
     md = capsys.readouterr().out
     assert "**numstd grade: FAIL**" in md
-    assert "[NS-MODULE-FP32@2](docs/standards/module.md#ns-module-fp32-v2)" in md
+    assert "[NS-MODULE-FP32@3](docs/standards/module.md#ns-module-fp32-v3)" in md
     assert "failing criterion **" in md and "measured" in md and "limit" in md
     assert "likely cause: **one-pass-variance**" in md and "suggested fix: compute the variance in two passes" in md
     assert "--secret-seed 5" in md and "--seed 0" in md and "--max-dim 64" in md

@@ -42,7 +42,7 @@ def test_faithful_passes_with_kernelbench_fields_and_the_report():
     assert isinstance(r, KernelExecResult) and FIELDS <= set(r.model_dump())
     assert r.compiled and r.correctness and r.runtime > 0 and r.ref_runtime > 0
     assert r.numstd.passed and r.numstd.seed == 42 and r.numstd.secret_seed == 4
-    assert r.metadata["numstd_standards"][0] == "NS-MODULE-FP32@2"
+    assert r.metadata["numstd_standards"][0] == "NS-MODULE-FP32@3"
 
 
 def test_near_miss_fails_with_the_diagnosis_in_the_metadata():

@@ -42,7 +42,7 @@ from ..core.errors import NumstdError, ParameterError
 from .frameworks import _Adapter, _Torch, _adapter_for, _is_torch_class
 from .report import SCHEMA, CaseVerdict, GradeReport
 from .module_standard import (QUANTILES, ModuleErrors, _early, _leaves, describe_module_standard, judge_module,
-                              module_errors, module_standard, paired_bias, quantiles)
+                              module_errors, module_standard, paired_bias, quantiles, reduction_length)
 from ..judge.verdict import Verdict
 
 __all__ = [
@@ -359,6 +359,9 @@ class CaseRun:
         Whether a second candidate run on the same inputs gave the same bits (None: not tested).
     cached : str
         Why the output looks cached or input-independent (empty when it does not).
+    input_elements : int
+        The largest floating-point input's element count (``L`` of
+        :func:`~numstd.grade.module_standard.reduction_length` is it over the output's).
     """
 
     trial: int
@@ -374,6 +377,7 @@ class CaseRun:
     order: str = "reference-first"
     reproducible: bool | None = None
     cached: str = ""
+    input_elements: int = 0
 
 
 def _seed_of(seed: int, trial: int, dist: str) -> int:
@@ -693,8 +697,10 @@ def _run_one(adapter: _Adapter, truth_fn: Callable, base_fn: Callable, cand_fn: 
     if candidate_twice and candidate is not None:
         again, _ = candidate_run([adapter.copy(x) for x in work])
         reproducible = again is not None and _digest(again) == _digest(candidate)
+    n_in = max((int(np.prod(tuple(x.shape))) for x in work if adapter.is_float(x)), default=0)
     return CaseRun(trial, dist, seed, truth, baseline, candidate, error, mutated, op_call,
-                   order="candidate-first" if candidate_first else "reference-first", reproducible=reproducible)
+                   order="candidate-first" if candidate_first else "reference-first", reproducible=reproducible,
+                   input_elements=n_in)
 
 
 def _require_deterministic(first: list, second: list, where: str) -> None:
@@ -1000,7 +1006,8 @@ def judge_case(std: Any, r: CaseRun, params: Mapping[str, Any] | None = None, *,
                               "two candidate runs on the same inputs gave different bits; the standard requires "
                               "bit-reproducibility (fix the reduction order, avoid atomics)"),
                        diagnosis=(Diagnosis("nondeterminism", 0.95, "two runs on the same inputs differ"),))
-    return judge_module(r.truth, r.baseline, r.candidate, std, params=params)
+    return judge_module(r.truth, r.baseline, r.candidate, std, params=params,
+                        reduction_length=reduction_length(r.input_elements, r.truth))
 
 
 def _constant(r: CaseRun) -> str:

@@ -26,7 +26,7 @@ from ..core.errors import ParameterError
 from ..judge.verdict import CriterionResult, Offender, Verdict
 
 __all__ = ["QUANTILES", "module_standard", "describe_module_standard", "quantiles", "ModuleErrors", "module_errors",
-           "judge_module", "paired_bias", "one_sided_bias"]
+           "judge_module", "paired_bias", "one_sided_bias", "accumulation_floor", "reduction_length"]
 
 #: quantiles of |ULP error| the module standard compares (1.0 is the maximum)
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999, 1.0)
@@ -57,6 +57,9 @@ def describe_module_standard(std: Any) -> list[str]:
         f"  quantiles ({qs}) of |e|: candidate ≤ {std.model.error.text} + {std.model.rho:g} with base = the "
         "reference's quantile in the working format",
         f"          constants: {', '.join(f'{k} = {v:g}' for k, v in sorted(std.model.constants.items()))}",
+        *([f"          below {c.quantile_min_n} output elements {std.model.rho:g} becomes the accumulation floor "
+           f"{std.model.rho:g}·max(1, sqrt(L)·u_acc/u_out), L = the largest float input's elements per output element"]
+          if c.quantile_min_n else []),
         (f"  bias: |m_candidate| − max(|m_reference|, |m_rounded|) ≤ {c.bias_tau:g} + {c.bias_z:g}·se (one-sided: a "
          "candidate no more biased than the reference or than the correctly rounded output passes; se the larger "
          "of the element-wise and row-wise standard errors; not tested on a single element)"
@@ -68,10 +71,46 @@ def describe_module_standard(std: Any) -> list[str]:
     ]
 
 
-def _allowed(std: Any, base_q: np.ndarray) -> np.ndarray:
-    """``error(base = base_q) + rho`` for each quantile (the standard's ``[model]``)."""
+def accumulation_floor(std: Any, n: int, reduction_length: float) -> float:
+    """The ULP floor added to ``error(base)`` at every quantile: ``rho``, or the accumulation floor.
+
+    With ``n`` compared output elements below the standard's ``[criteria] quantile_min_n`` the
+    baseline's quantiles are no estimate of the error distribution (the maximum of one sample is
+    that sample: torch's cascade sum of a scalar loss can land 0.003 ULP from the exact value,
+    another legitimate order 2 ULP).  There the floor is the a-priori bound of a reduction of
+    ``L = reduction_length`` terms in any order,
+
+        floor = rho · max(1, sqrt(L) · u_acc / u_out),
+
+    a random-walk bound on a reduction of same-sign terms in any order: Higham & Mary (2019, Thm 3.1)
+    bound the relative error of recursive summation by ``λ·sqrt(L)·u + O(u²)`` with probability at
+    least ``1 − 2·exp(−λ²/2)``, and for iid same-sign terms the error's standard deviation is about
+    ``u·sqrt(L)/3`` (partial sums ``S_k ≈ k·μ``, each rounded by an independent ``δ_k``, |δ_k| ≤ u),
+    so ``sqrt(L)`` ULP is three of those standard deviations (Higham 2002, §4.2).  ``L`` is the largest float input's element count per output element
+    (:func:`reduction_length`).  With ``n ≥ quantile_min_n`` (or ``quantile_min_n = 0``,
+    versions 1 and 2) the floor is ``rho``.
+    """
+    rho = float(std.model.rho)
+    if n >= std.criteria.quantile_min_n:
+        return rho
+    return rho * max(1.0, math.sqrt(max(float(reduction_length), 1.0)) * std.accumulate.u / std.output.u)
+
+
+def reduction_length(input_elements: int, outputs: Sequence[Any]) -> float:
+    """``L``: the largest floating-point input's element count over the float outputs' total count (≥ 1).
+
+    A scalar loss over a (64, 1024) batch has ``L = 65536``: its one output is a sum of that many
+    terms.  An elementwise module has ``L = 1``.
+    """
+    n_out = sum(int(np.size(y)) for y in outputs if np.asarray(y).dtype.kind in "fV")
+    return max(1.0, int(input_elements) / max(n_out, 1))
+
+
+def _allowed(std: Any, base_q: np.ndarray, floor: float | None = None) -> np.ndarray:
+    """``error(base = base_q) + floor`` for each quantile (the standard's ``[model]``; ``floor`` = ``rho``
+    unless :func:`accumulation_floor` widens it)."""
     e = np.broadcast_to(std.model.pre_rounding({"base": np.asarray(base_q, dtype=np.float64)}), np.shape(base_q))
-    return np.asarray(e, dtype=np.float64) + std.model.rho
+    return np.asarray(e, dtype=np.float64) + (std.model.rho if floor is None else floor)
 
 
 # ---------------------------------------------------------------------------------- judging
@@ -184,7 +223,7 @@ def module_errors(truth: Sequence[np.ndarray], baseline: Sequence[np.ndarray], c
 
 
 def judge_module(truth: Any, baseline: Any, candidate: Any, standard: Any, *,
-                 params: Mapping[str, Any] | None = None) -> Verdict:
+                 params: Mapping[str, Any] | None = None, reduction_length: float = 1.0) -> Verdict:
     """Judge one case by a module standard (``NS-MODULE-*``).
 
     Parameters
@@ -195,6 +234,9 @@ def judge_module(truth: Any, baseline: Any, candidate: Any, standard: Any, *,
     standard : Standard or str
     params : mapping, optional
         Recorded in the verdict (trial, distribution, seed, …).
+    reduction_length : float, optional
+        ``L`` of :func:`accumulation_floor` (:func:`reduction_length` of the case's inputs and
+        outputs); used only with fewer than ``quantile_min_n`` output elements.
 
     Returns
     -------
@@ -203,7 +245,7 @@ def judge_module(truth: Any, baseline: Any, candidate: Any, standard: Any, *,
         exact result rounds to a non-finite value or the baseline is non-finite, same class),
         ``ulp_q0.5`` … ``ulp_q1`` (the candidate's quantile of |scaled ULP error|, see
         :class:`ModuleErrors`, ≤ the standard's ``error`` at ``base`` = the baseline's quantile,
-        plus ``rho``) and ``bias``: with ``bias_mode = "paired"`` ``|m_c − m_b| ≤ τ + z·se``
+        plus ``rho``, or the accumulation floor below ``quantile_min_n`` elements) and ``bias``: with ``bias_mode = "paired"`` ``|m_c − m_b| ≤ τ + z·se``
         (:func:`paired_bias`), with ``"one_sided"`` ``|m_c| − max(|m_b|, |m_r|) ≤ τ + z·se``
         (:func:`one_sided_bias`; not tested on a single element).  Non-float outputs
         must equal the truth or the baseline exactly (criterion ``exact``).
@@ -237,12 +279,16 @@ def judge_module(truth: Any, baseline: Any, candidate: Any, standard: Any, *,
                                 "reference is finite)" if m.special_mismatch else
                                 "non-finite values only where the reference has them"))
     base_q, cand_q = quantiles(np.abs(m.baseline_err)), quantiles(np.abs(m.candidate_err))
-    allowed = _allowed(std, base_q)
+    floor = accumulation_floor(std, int(m.baseline_err.size), reduction_length)
+    allowed = _allowed(std, base_q, floor)
+    why = (f"{std.model.rho:g}" if floor == std.model.rho else
+           f"{floor:.3g}, the accumulation floor rho·sqrt(L)·u_acc/u_out of L = {reduction_length:.6g} terms: "
+           f"{m.baseline_err.size} element(s) < quantile_min_n = {std.criteria.quantile_min_n}")
     for q, v, lim, bq in zip(QUANTILES, cand_q, allowed, base_q):
         crit.append(CriterionResult(
             f"ulp_q{q:g}", bool(v <= lim), float(v), float(lim),
             f"{'max' if q == 1 else f'{q:g}-quantile of'} |ULP error| {v:.3g} (allowed {lim:.3g} = "
-            f"{std.model.error.text} + {std.model.rho:g} with base = the reference's {bq:.3g})"))
+            f"{std.model.error.text} + {why} with base = the reference's {bq:.3g})"))
     crit.append(_bias(std, m))
     acc = DistributionAccumulator()
     acc.add(m.candidate_err, m.truth)
@@ -253,6 +299,8 @@ def judge_module(truth: Any, baseline: Any, candidate: Any, standard: Any, *,
                baseline={**{f"q{q:g}": float(v) for q, v in zip(QUANTILES, base_q)},
                          "mean_signed": _signed_mean(m.baseline_err, m.truth)},
                allowed={f"q{q:g}": float(v) for q, v in zip(QUANTILES, allowed)})
+    if floor != std.model.rho:
+        rec.update(reduction_length=float(reduction_length), accumulation_floor=float(floor))
     passed = all(x.passed for x in crit)
     n_int = sum(T[i].size for i in ints)
     return Verdict(passed=passed, standard_id=std.key, standard_sha256=std.sha256, op="module", shape=tuple(shape),
