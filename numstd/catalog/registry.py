@@ -11,6 +11,7 @@ their sha256, and a published file whose bytes differ from its LOCK entry is ref
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sys
@@ -309,8 +310,10 @@ def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def standards_root() -> Any:
-    """The shipped standards directory (an importlib.resources Traversable)."""
+    """The shipped standards directory (an importlib.resources Traversable; looked up once per process:
+    the package does not move, and every registry lookup starts here)."""
     return resources.files("numstd.standards")
 
 
@@ -332,6 +335,18 @@ class _Registry:
     def __init__(self, standards: Sequence[Standard], broken: Mapping[str, Exception] | None = None) -> None:
         self.standards = tuple(sorted(standards, key=lambda s: (s.op, s.id, s.version)))
         self.by_key = {s.key: s for s in self.standards}
+        #: the latest published version of each ID, if active (what :func:`find_standard` chooses from)
+        self.latest = tuple(_latest_published(self.standards))
+        by_op: dict[str, list[Standard]] = {}
+        for s in self.standards:
+            by_op.setdefault(s.op, []).append(s)
+        #: op -> its standards, in the order of ``standards``
+        self.by_op = {op: tuple(v) for op, v in by_op.items()}
+        latest: dict[str, list[Standard]] = {}
+        for s in self.latest:
+            latest.setdefault(s.op, []).append(s)
+        #: op -> its entries of ``latest``, in that order
+        self.latest_by_op = {op: tuple(v) for op, v in latest.items()}
         #: ``op/ID@N.toml`` -> the error that file raises (integrity or schema); the rest stays usable
         self.broken = dict(sorted((broken or {}).items()))
 
@@ -443,8 +458,9 @@ def _load_file(data: bytes, rel: str, label: str, lock: Mapping[str, str]) -> St
 def list_standards(op: str | None = None, *, status: str | Iterable[str] | None = None, root: Any = None) -> list[Standard]:
     """All standards, optionally filtered by op and status (``"active"``, or a list)."""
     statuses = {status} if isinstance(status, str) else set(status) if status else None
-    return [s for s in load_registry(root).standards
-            if (op is None or s.op == op) and (statuses is None or s.status in statuses)]
+    reg = load_registry(root)
+    pool = reg.standards if op is None else reg.by_op.get(op, ())
+    return [s for s in pool if statuses is None or s.status in statuses]
 
 
 def get_standard(key: str, *, root: Any = None) -> Standard:
@@ -514,8 +530,7 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
     bad = reg.broken_error(op=op)
     if bad is not None:  # (a broken file of this op might be the one to choose)
         raise type(bad)(f"cannot choose a standard for {op}: {bad}") from bad
-    candidates = _latest_published(reg.standards)
-    same_op = [s for s in candidates if s.op == op]
+    same_op = list(reg.latest_by_op.get(op, ()))
 
     def matches(s: Standard) -> bool:
         if out_fmt is not None and s.output != out_fmt:

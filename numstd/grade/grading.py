@@ -532,19 +532,27 @@ def _differ_visibly(a: list, b: list) -> bool:
 def _mark_cached(runs: list[CaseRun]) -> None:
     """A candidate output bit-identical to an earlier case's where the correctly rounded truths differ
     visibly (:func:`_differ_visibly`): a cached result, an output aliasing an earlier call, or one that
-    ignores its inputs."""
-    seen: dict[bytes, tuple[int, list | None]] = {}
+    ignores its inputs.  The rounded truths are computed only for runs whose digest repeats."""
+    seen: dict[bytes, int] = {}
+    rounded: dict[int, list | None] = {}
+
+    def truth_of(k: int) -> list | None:
+        if k not in rounded:
+            rounded[k] = _rounded_truth(runs[k])
+        return rounded[k]
+
     for k, r in enumerate(runs):
         d = _digest(r.candidate)
         if d is None:
             continue
-        truth = _rounded_truth(r)
-        if d in seen and truth is not None and seen[d][1] is not None and _differ_visibly(truth, seen[d][1]):
-            j = seen[d][0]
-            r.cached = (f"the candidate returned the same bits as on {runs[j].distribution} inputs of trial "
-                        f"{runs[j].trial} while the correctly rounded outputs differ: a cached result, an output "
-                        "aliasing an earlier call, or an output that ignores its inputs")
-        seen.setdefault(d, (k, truth))
+        if d in seen:
+            j = seen[d]
+            truth, earlier = truth_of(k), truth_of(j)
+            if truth is not None and earlier is not None and _differ_visibly(truth, earlier):
+                r.cached = (f"the candidate returned the same bits as on {runs[j].distribution} inputs of trial "
+                            f"{runs[j].trial} while the correctly rounded outputs differ: a cached result, an output "
+                            "aliasing an earlier call, or an output that ignores its inputs")
+        seen.setdefault(d, k)
 
 
 @dataclass
@@ -861,8 +869,13 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
                 shapes_note = f"skipped: {exc}"
         else:
             shapes_note = "skipped: module instances cannot be rebuilt at other shapes (pass classes)"
+    from ..catalog.registry import find_standard
+    from ..core.formats import format_of
+    from ..judge.check import check, selector_params
+
     cases: list[CaseVerdict] = []
     op_used, op_note, op_failed = None, "", False
+    op_found: set = set()  # (op, input format, selectors) whose op standard find_standard has found
     for r in runs:
         params = {"trial": r.trial, "distribution": r.distribution, "seed": r.seed, "order": r.order}
         v = judge_case(std, r, params, require_reproducible=proto.require_reproducible)
@@ -881,17 +894,14 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
             continue
         name, inputs, oparams, how = call
         try:
-            from ..catalog.registry import find_standard
-            from ..core.formats import format_of
-            from ..judge.check import check
-
             # the op standard for the module's own output format (bf16/fp16 inputs may have only an
             # autocast standard with an fp32 output: not the one for this module)
-            from ..judge.check import selector_params
-
             floats = [format_of(a).name for a in inputs if a is not None and np.asarray(a).dtype.kind in "fV"]
-            find_standard(name, inputs=floats[:1], output=std.output.name,  # StandardNotFound: none for it
-                          **{k: v for k, v in oparams.items() if k in selector_params(name)})
+            selectors = {k: v for k, v in oparams.items() if k in selector_params(name)}
+            key = (name, tuple(floats[:1]), repr(sorted(selectors.items())))
+            if key not in op_found:  # (the same lookup for every case of one op: done once)
+                find_standard(name, inputs=floats[:1], output=std.output.name, **selectors)  # StandardNotFound
+                op_found.add(key)
             ov = check(r.candidate[0], op=name, inputs=inputs, **oparams)
         except NumstdError as exc:
             op_failed, op_note = True, f"{name} not judged by an op standard: {exc}"
@@ -1018,8 +1028,11 @@ def _constant(r: CaseRun) -> str:
         y, b = np.asarray(y, dtype=np.float64), np.asarray(b, dtype=np.float64)
         if y.size < 2 or y.shape != b.shape:
             return ""
+        with np.errstate(invalid="ignore"):  # (ptp ≠ 0 also where y has a NaN or an infinity: not constant)
+            if np.ptp(y) != 0:  # the usual case, decided before the reference's finite values are gathered
+                return ""
         fb = b[np.isfinite(b)]
-        if fb.size < 2 or np.ptp(fb) == 0 or not np.isfinite(y).all() or np.ptp(y) != 0:
+        if fb.size < 2 or np.ptp(fb) == 0:
             return ""
     v = np.asarray(r.candidate[0], dtype=np.float64).reshape(-1)[0]
     return (f"every output element is {'zero' if v == 0 else f'the constant {v:.6g}'} while the reference's vary: "

@@ -192,32 +192,41 @@ def module_errors(truth: Sequence[np.ndarray], baseline: Sequence[np.ndarray], c
         b = np.asarray(B, dtype=np.float64).reshape(-1)
         with np.errstate(invalid="ignore", over="ignore"):
             c = np.asarray(C, dtype=np.float64).reshape(-1)
-        big = ~(np.abs(t) < fmt.max_finite)  # what the exact result rounds to: only huge t can overflow
-        rt = t.copy()
-        if big.any():
-            rt[big] = np.asarray(round_to(t[big], fmt), dtype=np.float64)
-        cc, ct, cb = _classes(c), _classes(rt), _classes(b)
-        mism = (cc != ct) & (cc != cb)  # non-finite only where the exact result or the baseline is
-        bad += int(mism.sum())
-        nan_fin += int((mism & (cc == 1)).sum())
-        comp = (cc == 0) & (ct == 0) & (cb == 0)
-        nonfinite += int(t.size - comp.sum())
-        tc = t[comp]
-        floor = float(np.max(np.abs(tc))) * ratio if tc.size else 0.0
-        sp = ulp(np.maximum(np.abs(tc), floor), fmt) if tc.size else np.empty(0)
+        abs_t = np.abs(t)
+        big = ~(abs_t < fmt.max_finite)  # what the exact result rounds to: only huge t can overflow
+        if not big.any() and np.isfinite(b).all() and np.isfinite(c).all():
+            # every element is compared (the classes below would all be 0 "finite"): no masks, no copies
+            # but of an array that is still the caller's
+            tc = t.copy() if np.may_share_memory(t, T) else t
+            cc_ = c.copy() if np.may_share_memory(c, C) else c
+            bc, abs_tc, where = b, abs_t, np.arange(t.size)
+        else:
+            rt = t.copy()
+            if big.any():
+                rt[big] = np.asarray(round_to(t[big], fmt), dtype=np.float64)
+            cc, ct, cb = _classes(c), _classes(rt), _classes(b)
+            mism = (cc != ct) & (cc != cb)  # non-finite only where the exact result or the baseline is
+            bad += int(mism.sum())
+            nan_fin += int((mism & (cc == 1)).sum())
+            comp = (cc == 0) & (ct == 0) & (cb == 0)
+            nonfinite += int(t.size - comp.sum())
+            tc, cc_, bc = t[comp], c[comp], b[comp]
+            abs_tc, where = np.abs(tc), np.flatnonzero(comp)
+        floor = float(np.max(abs_tc)) * ratio if tc.size else 0.0
+        sp = ulp(np.maximum(abs_tc, floor), fmt) if tc.size else np.empty(0)
         parts["t"].append(tc)
-        parts["c"].append(c[comp])
-        parts["eb"].append((b[comp] - tc) / sp if tc.size else np.empty(0))
-        parts["ec"].append((c[comp] - tc) / sp if tc.size else np.empty(0))
+        parts["c"].append(cc_)
+        parts["eb"].append((bc - tc) / sp if tc.size else np.empty(0))
+        parts["ec"].append((cc_ - tc) / sp if tc.size else np.empty(0))
         parts["er"].append((np.asarray(round_to(tc, fmt), dtype=np.float64) - tc) / sp if tc.size else np.empty(0))
         parts["sp"].append(sp)
-        parts["pos"].append(np.flatnonzero(comp) + offset)
+        parts["pos"].append(where + offset)
         width = max(int(np.shape(T)[-1]) if np.ndim(T) else 1, 1)
-        parts["row"].append(np.flatnonzero(comp) // width + row_offset)
+        parts["row"].append(where // width + row_offset)
         floors.append(floor)
         offset += t.size
         row_offset += max(t.size // width, 1)
-    cat = {k: (np.concatenate(v) if v else np.empty(0)) for k, v in parts.items()}
+    cat = {k: (v[0] if len(v) == 1 else np.concatenate(v) if v else np.empty(0)) for k, v in parts.items()}
     return ModuleErrors(cat["t"], cat["c"], cat["eb"], cat["ec"], cat["sp"], cat["pos"].astype(np.int64),
                         cat["row"].astype(np.int64), floors, offset, nonfinite, bad, nan_fin, cat["er"])
 
@@ -317,14 +326,25 @@ def _as_list(x: Any) -> list[np.ndarray]:
 
 def _signed_mean(err: np.ndarray, t: np.ndarray) -> float:
     nz = t != 0
+    if nz.all():  # (the common case: no masked copies)
+        return float(np.mean(np.where(t > 0, err, -err))) if nz.size else 0.0
     return float(np.mean(np.where(t[nz] > 0, err[nz], -err[nz]))) if nz.any() else 0.0
+
+
+def _nonzero_part(nz: np.ndarray, n: int) -> Any:
+    """``a -> a[nz]``, or the identity where every element is selected (the same values, no copy)."""
+    return (lambda a: a) if n == nz.size else (lambda a: a[nz])
 
 
 def _standard_error(d: np.ndarray, row: np.ndarray, rho: float) -> tuple[float, int]:
     """``(se, R)``: standard error of ``mean(d)``, the larger of the element-wise
     ``max(sd(d), ρ/√3)/√n`` and the row-wise ``sd(row means of d)/√R`` (R rows ≥ 2)."""
     se = max(float(np.std(d)), rho / math.sqrt(3.0)) / math.sqrt(d.size)
-    _, inv = np.unique(row, return_inverse=True)
+    step = np.diff(row)
+    if np.all(step >= 0):  # (module_errors numbers rows in element order: np.unique's inverse without a sort)
+        inv = np.concatenate(([0], np.cumsum(step != 0)))
+    else:
+        _, inv = np.unique(row, return_inverse=True)
     rows = int(inv.max()) + 1
     if rows >= 2:
         means = np.bincount(inv, weights=d) / np.bincount(inv)
@@ -347,10 +367,11 @@ def paired_bias(m: ModuleErrors, rho: float) -> dict:
     n = int(nz.sum())
     if n == 0:
         return {"n": 0, "rows": 0, "diff": 0.0, "se": math.inf, "candidate": 0.0, "baseline": 0.0}
-    sgn = np.where(m.truth[nz] > 0, 1.0, -1.0)
-    sc, sb = sgn * m.candidate_err[nz], sgn * m.baseline_err[nz]
+    part = _nonzero_part(nz, n)
+    sgn = np.where(part(m.truth) > 0, 1.0, -1.0)
+    sc, sb = sgn * part(m.candidate_err), sgn * part(m.baseline_err)
     d = sc - sb
-    se, rows = _standard_error(d, m.row[nz], rho)
+    se, rows = _standard_error(d, part(m.row), rho)
     return {"n": n, "rows": rows, "diff": float(np.mean(d)), "se": se,
             "candidate": float(np.mean(sc)), "baseline": float(np.mean(sb))}
 
@@ -375,13 +396,14 @@ def one_sided_bias(m: ModuleErrors, rho: float) -> dict:
     if n == 0:
         return {"n": 0, "rows": 0, "excess": 0.0, "se": math.inf, "candidate": 0.0, "baseline": 0.0,
                 "rounded": 0.0, "against": "reference"}
-    sgn = np.where(m.truth[nz] > 0, 1.0, -1.0)
+    part = _nonzero_part(nz, n)
+    sgn = np.where(part(m.truth) > 0, 1.0, -1.0)
     rounded = m.rounded_err if m.rounded_err is not None else m.baseline_err
-    sc, sb, sr = sgn * m.candidate_err[nz], sgn * m.baseline_err[nz], sgn * rounded[nz]
+    sc, sb, sr = sgn * part(m.candidate_err), sgn * part(m.baseline_err), sgn * part(rounded)
     mc, mb, mr = float(np.mean(sc)), float(np.mean(sb)), float(np.mean(sr))
     against, sa, ma = ("reference", sb, mb) if abs(mb) >= abs(mr) else ("rounded", sr, mr)
     d = math.copysign(1.0, mc) * sc - math.copysign(1.0, ma) * sa
-    se, rows = _standard_error(d, m.row[nz], rho)
+    se, rows = _standard_error(d, part(m.row), rho)
     return {"n": n, "rows": rows, "excess": float(np.mean(d)), "se": se, "candidate": mc, "baseline": mb,
             "rounded": mr, "against": against}
 

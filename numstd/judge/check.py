@@ -94,7 +94,8 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     except NumstdError:
         op_params = {}  # (validate raises the error with its fix)
     # (a selector that is also an op parameter, a variant's flag, stays a parameter too)
-    selectors = {k: (params[k] if k in op_params else params.pop(k)) for k in list(params) if k in selector_params(op)}
+    selector_names = selector_params(op)
+    selectors = {k: (params[k] if k in op_params else params.pop(k)) for k in list(params) if k in selector_names}
     spec, arrays, full = validate(op, list(inputs), dict(params))
     op = spec.name  # (the catalog's spelling: "Exp" is exp)
     selectors.update(_variant_selectors(spec, arrays, full))
