@@ -94,7 +94,14 @@ def _needs(item: pytest.Item) -> set[str]:
     return {name for name, word in _WORD.items() if word.search(text)}
 
 
+#: test files that start a local Ray cluster: under pytest-xdist (``-n auto --dist loadgroup``, the
+#: README's test command) they share one worker, so two clusters never compete for ports and /dev/shm
+_RAY_FILES = {"test_ray.py", "test_ray_cluster.py"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for name in _needs(item) - {m.name for m in item.iter_markers()}:
             item.add_marker(getattr(pytest.mark, name))
+        if item.path.name in _RAY_FILES:
+            item.add_marker(pytest.mark.xdist_group("ray"))
