@@ -396,7 +396,7 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
         fitted = float("nan")
     std1 = _standard_from_table(table, version)
     # bias: widen tau if a legitimate variant needs it (beyond the shifts of rounded constants)
-    from ..judge.criteria import bias_excess, effective_sample_size
+    from ..judge.criteria import bias_excess, bias_standard_error, effective_sample_size
 
     tau = std1.criteria.bias_tau
     judged = [(v, c, actual, _judge(std1, prepared[c.id], actual)) for v, c, actual in outputs]
@@ -407,7 +407,10 @@ def calibrate(op: str | None = None, inputs: str | None = None, output: str | No
                 >= std1.criteria.bias_min_n):  # (nor do samples the bias test does not test)
             sd = max(res.ulp.std_signed, std1.model.rho / math.sqrt(3))
             excess = abs(bias_excess(res.ulp.mean_signed, res.constant_shifts))  # outside the constants' shifts
-            tau_need = max(tau_need, excess - std1.criteria.bias_z * sd / math.sqrt(res.ulp.signed_count))
+            allow = std1.criteria.bias_z * sd / math.sqrt(res.ulp.signed_count)
+            if std1.criteria.bias_rows:  # (row-clustered: the judge's larger standard error, bias_standard_error)
+                allow = max(allow, std1.criteria.bias_z * bias_standard_error(std1, res, res.ulp.signed_count)[2])
+            tau_need = max(tau_need, excess - allow)
     if tau_need > tau:
         tau = _ceil2(std1.model.margin * tau_need)
         crit_t = dict(table["criteria"])

@@ -47,7 +47,9 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             f"with E_i ≤ {c.bias_kappa:g}·ulp"
             + (f" (tested when the sample holds at least {c.bias_min_n} independent elements)" if c.bias_min_n > 1 else "")
             + (", relative to the correctly rounded output's mean and shifted by the mean shift of any subset "
-               "of the op's constants rounded to the compute format" if c.rounded_constants else ""),
+               "of the op's constants rounded to the compute format" if c.rounded_constants else "")
+            + ("; the standard error is row-clustered: the larger of max(sd, rho/√3)/√n_eff and sd(row means)/√R "
+               "over the R rows (slices along the scan axis) with a bias-sample element" if c.bias_rows else ""),
         ]
         if c.row_bias:
             lines.append(f"    row_bias: |mean over groups of mean sign(r_i)·(a_i − r_i)/B_i| ≤ {c.row_bias_tau:g} + "

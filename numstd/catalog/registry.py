@@ -72,7 +72,7 @@ _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
     "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
-    "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "quantile_min_n": int,
+    "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "quantile_min_n": int, "bias_rows": bool,
 }
 #: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
 BIAS_MODES = ("paired", "one_sided")
@@ -107,6 +107,7 @@ class Criteria:
     row_bias_tau: float = 0.0  # legitimate drift of the mean normalised signed row error (calibrated)
     row_bias_z: float = 6.0  # its noise allowance, in standard errors of the mean over rows
     row_bias_rel: float = 0.0  # declared systematic relative error of a group's shared operations, in u_acc
+    bias_rows: bool = False  # the bias standard error row-clustered over the scan axis (criteria.bias_standard_error)
     quantile_min_n: int = 0  # NS-MODULE: below this many elements the ULP quantiles get the accumulation floor (grade.module_standard)
 
 
@@ -265,6 +266,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         row_bias_z=float(crit_t.get("row_bias_z", 6.0)),
         row_bias_rel=float(crit_t.get("row_bias_rel", 0.0)),
         quantile_min_n=int(crit_t.get("quantile_min_n", 0)),
+        bias_rows=bool(crit_t.get("bias_rows", False)),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")

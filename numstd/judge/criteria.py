@@ -39,6 +39,17 @@ The criteria of a standard (DESIGN.md "Criteria"):
     negative shift and is still rejected.  The mean is taken relative to the correctly rounded
     output's own mean over the same elements (``ROUNDED``): equal reference values repeat one
     rounding error, which no kernel can avoid.
+
+    With ``bias_rows`` (criteria), the standard error is row-clustered (:func:`bias_standard_error`):
+    the larger of the element-wise ``max(s, ρ/√3)/√n_eff`` and the row-wise ``s_R/√R``, ``s_R`` the
+    sample standard deviation of the ``R`` row means of the bias sample (:func:`scan_rows`: a row is
+    a slice along the scan axis; rows without a bias-sample element do not count).  In a scan the
+    elements of a row share their prefix's rounding errors (``y_k = y_{k−1}·x_k·(1 + δ_k)``: the
+    relative error of ``y_k`` is ``Σ_{j≤k} δ_j``, nested), so they are not independent draws and
+    only the rows are; an order other than the sequential one (a tree, XLA's ``reduce_window``)
+    spreads the row means further without any systematic sign.  The per-row sums are exact
+    integers of 2^-24 ulp (each element's error clipped to ±2^16 ulp), so chunking does not change
+    them.
 ``row_bias``
     (only standards whose ``[criteria]`` sets ``row_bias = true``) the systematic error that a whole
     group of outputs shares, judged where the element-level ``bias`` cannot run (every allowance
@@ -76,7 +87,7 @@ from .verdict import CriterionResult, Offender
 
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces",
            "hull_violations", "spill_mask", "constant_shifts", "bias_excess", "ROUNDED", "row_groups",
-           "row_bias_limit", "RowBias"]
+           "row_bias_limit", "RowBias", "scan_rows", "BiasRows", "bias_standard_error"]
 
 _DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
 _DISTINCT_BINS = 1 << _DISTINCT_BITS
@@ -91,6 +102,10 @@ ROUNDED = "(correctly rounded)"
 _ROW_BITS = 30
 _ROW_SQ_SHIFT = 10
 _ISUM_BLOCK = 1 << 22
+#: resolution of the per-row bias-sample sums (``bias_rows``): integers of 2^-24 ulp, each element's
+#: signed error clipped to ±2^16 ulp (|q| ≤ 2^40: a row of up to 2^23 bias-sample elements sums exactly)
+_BROW_SCALE = 2.0**24
+_BROW_CLIP = 2.0**16
 
 
 def judge_chunk(judge: "Judge", std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: tuple) -> None:
@@ -124,12 +139,15 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
     step = max(1, CONTRACTION_CHUNK // max(1, math.prod(shape[1:])))
     shifts = constant_shifts(std, ref)
     groups = None
+    brows = None
+    if getattr(std.criteria, "bias_rows", False):
+        brows = (std.op, dict((getattr(ref, "params", {}) or {}) if params is None else params))
     if std.criteria.row_bias:
         groups = (std.op, dict((getattr(ref, "params", {}) or {}) if params is None else params))
         if std.criteria.row_bias_rel:
             groups += (std.accumulate.u,)
     if rows <= step:
-        return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index, shifts, groups)]
+        return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index, shifts, groups, brows)]
     p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
     first = chunk_index[p].start or 0
 
@@ -142,12 +160,13 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
         idx = chunk_index[:p] + (slice(first + sl.start, first + sl.stop),) + chunk_index[p + 1:]
         pieces.append(_piece(std, {k: rows_of(v, sl) for k, v in env.items()}, ref.values[sl],
                              rows_of(ref.error_bound, sl), actual[sl], idx,
-                             None if shifts is None else {k: rows_of(v, sl) for k, v in shifts.items()}, groups))
+                             None if shifts is None else {k: rows_of(v, sl) for k, v in shifts.items()}, groups,
+                             brows))
     return pieces
 
 
 def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.ndarray, chunk_index: tuple,
-           shifts: dict | None = None, groups: tuple | None = None) -> dict:
+           shifts: dict | None = None, groups: tuple | None = None, brows: tuple | None = None) -> dict:
     e, bound = std.model.evaluate(env, std.output, ref_error)
     # ulp(r) in the output format where the model computed it already (else the judge does)
     u = env.computed("ulp") if isinstance(env, Environment) else env.get("ulp")
@@ -160,6 +179,8 @@ def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.nd
         piece["spill"] = spill
     if groups is not None:
         piece["row_groups"] = groups
+    if brows is not None:
+        piece["bias_rows"] = brows
     return piece
 
 
@@ -219,6 +240,44 @@ class RowBias:
     sd: float
     length: int
     unit: float = math.nan
+
+
+def scan_rows(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, int]:
+    """The rows of the ``bias_rows`` standard error, as :func:`row_groups` gives groups: ``(L,
+    inner)``, output element ``f`` (flat, C order) in row ``(f // (L·inner))·inner + f % inner``.
+
+    A row is a slice along the op's ``axis`` (the scan axis of cumsum and cumprod; the last axis
+    where the op has none): the elements that share a prefix and so its rounding errors."""
+    nd = len(shape)
+    if nd == 0:
+        return 1, 1
+    a = params.get("axis", -1)
+    a = int(a) % nd if not isinstance(a, (tuple, list)) else nd - 1
+    return int(shape[a]), int(math.prod(shape[a + 1:]))
+
+
+@dataclass(frozen=True)
+class BiasRows:
+    """Totals of the ``bias_rows`` standard error: ``rows`` rows with at least one bias-sample element
+    and the sample standard deviation ``sd`` (ulp; ``nan`` for fewer than 2 rows) of their means of
+    the sign-adjusted ULP error over the bias sample; ``length`` elements per row."""
+
+    rows: int
+    sd: float
+    length: int
+
+
+def bias_standard_error(std: Any, res: "JudgeResult", n_eff: int) -> tuple[float, float, float]:
+    """``(se, element-wise, row-wise)`` standard errors of the bias sample's mean signed ULP error.
+
+    Element-wise: ``max(s, ρ/√3)/√n_eff``.  Row-wise (standards with ``bias_rows``, at least 2 rows):
+    ``s_R/√R`` (:class:`BiasRows`), else 0.  ``se`` is the larger (the module standard's rule,
+    :func:`numstd.grade.module_standard.paired_bias`, applied to the rows of a scan)."""
+    el = max(res.ulp.std_signed, std.model.rho / math.sqrt(3.0)) / math.sqrt(max(1, n_eff))
+    br = res.bias_rows
+    row = br.sd / math.sqrt(br.rows) if (getattr(std.criteria, "bias_rows", False) and br is not None
+                                         and br.rows >= 2 and math.isfinite(br.sd)) else 0.0
+    return max(el, row), el, row
 
 
 def row_bias_limit(tau: float, z: float, rb: RowBias, rel: float = 0.0) -> tuple[float, float]:
@@ -452,6 +511,7 @@ class JudgeResult:
     spilled: int = 0  # non-finite outputs allowed where intermediates overflow (see spill_mask)
     constant_shifts: dict = field(default_factory=dict)  # constant -> mean shift over the bias sample, ulp
     row_bias: "RowBias | None" = None  # the row_bias statistic (standards that declare it; see row_groups)
+    bias_rows: "BiasRows | None" = None  # the bias sample's row means (standards with bias_rows; see scan_rows)
 
 
 class Judge:
@@ -493,6 +553,10 @@ class Judge:
         self._rws = np.empty((2, 0))  # row_bias temporaries, reused across chunks
         self._open: dict[int, list] = {}
         self._rows = [0, 0, 0, 0, 0]  # (+ Σ of the groups' mean u_acc·|r|/B, 2^-30, with row_bias_rel)
+        # bias_rows: rows (L, inner) and per row the bias sample's count and Σ sign(r)·e/ulp (2^-24), exact
+        self._brows: tuple[int, int] | None = None
+        self._bsum = np.zeros(0, dtype=np.int64)
+        self._bcnt = np.zeros(0, dtype=np.int64)
         self._worst: list = []  # heap of (normalized, -flat_index, payload)
         # (a - r) / ulp(r) of finite values can overflow float64 only where the format's range
         # spans nearly all of float64's: the error of a value near max_finite in ulps of the tiniest
@@ -519,7 +583,8 @@ class Judge:
 
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0,
-            shifts: dict | None = None, spill: Any = None, row_groups: tuple | None = None) -> None:
+            shifts: dict | None = None, spill: Any = None, row_groups: tuple | None = None,
+            bias_rows: tuple | None = None) -> None:
         """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
         ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
         index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
@@ -528,7 +593,8 @@ class Judge:
         broadcastable) is given, ``E_i <= bias_kappa * ulp(r_i)`` (see :func:`judge_chunk`);
         ``shifts`` (:func:`constant_shifts`) are averaged over the same elements; ``spill``
         (:func:`spill_mask`, broadcastable) marks where a non-finite output is allowed; ``row_groups``
-        (``(op, params)``) adds the chunk to the ``row_bias`` statistic (:func:`row_groups`)."""
+        (``(op, params)``) adds the chunk to the ``row_bias`` statistic (:func:`row_groups`);
+        ``bias_rows`` (``(op, params)``) sums the bias sample per row (:func:`scan_rows`)."""
         from ..core.ulp import ulp as ulp_of
 
         shape = np.shape(actual)
@@ -552,6 +618,9 @@ class Judge:
         self._spill = None if spill is None else np.broadcast_to(np.asarray(spill, dtype=bool), shape).reshape(-1)
         if shifts is not None:
             self._add_shifts(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, shifts, shape)
+        if bias_rows is not None:
+            self._add_bias_rows(a, r, ulp_of(r, self.fmt) if u is None else u, pre, bias_kappa, chunk_index, shape,
+                                bias_rows)
         before = (self.compared, self.violations)
         rows = None if row_groups is None or not native else self._native_rows(chunk_index, shape, row_groups, a.size)
         if native:
@@ -657,6 +726,47 @@ class Judge:
             s = sign * _flat(d, shape)[keep] / u[keep]
             q = np.rint(np.clip(s, -_SHIFT_CLIP, _SHIFT_CLIP) * _SHIFT_SCALE).astype(np.int64)
             self._shift_sum[name] = self._shift_sum.get(name, 0) + int(q.sum())
+
+    def _add_bias_rows(self, a, r, u, pre, kappa, chunk_index, shape, brows) -> None:
+        """Sum this chunk's bias sample per row (``bias_rows``): the elements ``_add_numpy`` and the
+        compiled judge keep (as :meth:`_add_shifts` selects them), each ``sign(r)·(a − r)/ulp(r)``
+        clipped to ±2^16 ulp, in integers of 2^-24 ulp (exact, so the totals do not depend on the
+        chunking nor on the path)."""
+        if self._brows is None:
+            self._brows = scan_rows(brows[0], brows[1], self.shape)
+            groups = max(1, math.prod(self.shape)) // max(1, self._brows[0])
+            self._bsum = np.zeros(groups, dtype=np.int64)
+            self._bcnt = np.zeros(groups, dtype=np.int64)
+        length, inner = self._brows
+        af = a if a.dtype == np.float64 else a.astype(np.float64)
+        u = np.broadcast_to(np.asarray(u, dtype=np.float64).reshape(-1) if np.ndim(u) else u, af.shape)
+        ar = np.abs(r)
+        with np.errstate(invalid="ignore"):
+            keep = np.isfinite(af) & (ar < _overflow_threshold(self.fmt)) & (ar >= self.fmt.smallest_normal)
+            if pre is not None:
+                keep &= np.broadcast_to(pre, af.shape) <= kappa * u
+        idx = np.flatnonzero(keep)
+        if idx.size == 0:
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = (af[idx] - r[idx]) / u[idx]
+        e = np.where(r[idx] < 0, -e, e)
+        q = np.rint(np.clip(e, -_BROW_CLIP, _BROW_CLIP) * _BROW_SCALE).astype(np.int64)
+        f0 = _flat_indices(chunk_index, self.shape, shape)
+        f = f0 + idx if np.ndim(f0) == 0 else np.asarray(f0, dtype=np.int64)[idx]
+        g = (f // (length * inner)) * inner + f % inner
+        np.add.at(self._bsum, g, q)
+        self._bcnt += np.bincount(g, minlength=self._bcnt.size)
+
+    def _bias_rows_result(self) -> "BiasRows | None":
+        if self._brows is None:
+            return None
+        ok = self._bcnt > 0
+        rows = int(np.count_nonzero(ok))
+        if rows < 2:
+            return BiasRows(rows, math.nan, self._brows[0])
+        means = self._bsum[ok] / _BROW_SCALE / self._bcnt[ok]  # (exact integers: the same whatever the chunking)
+        return BiasRows(rows, float(np.std(means, ddof=1)), self._brows[0])
 
     def _add_rows(self, a, r, b, chunk_index, shape, groups, clean: bool = False) -> None:
         """Add a chunk to the ``row_bias`` statistic: ``t_i = sign(r_i)·(a_i − r_i)/B_i`` clipped to
@@ -891,6 +1001,7 @@ class Judge:
             constant_shifts={k: v / _SHIFT_SCALE / self._shift_n for k, v in sorted(self._shift_sum.items())}
             if self._shift_n else {},
             row_bias=self._row_result(),
+            bias_rows=self._bias_rows_result(),
             worst=[Offender(index=w[2], actual=w[3], reference=w[4], ulp_error=w[5], normalized=w[0], bound=w[6])
                    for w in worst],
         )
@@ -901,8 +1012,10 @@ def effective_sample_size(op: str, n: int, n_distinct: int = -1, rows: int = -1)
 
     Equal outputs have equal errors, so ``n`` is capped by the number of distinct output values.
     (Correlation through shared row computation is kept out of the sample by ``bias_kappa``: only
-    elements whose final rounding dominates the model enter it; ``op`` and ``rows`` are reserved
-    for a row-clustered estimate, see docs/methodology.md.)
+    elements whose final rounding dominates the model enter it.  Where that is not enough — the
+    elements of a scan's row share their prefix's errors — a standard sets ``bias_rows`` and the
+    standard error is row-clustered instead, :func:`bias_standard_error`; ``op`` and ``rows`` are
+    unused, kept for callers.)
     """
     n_eff = n if n_distinct < 0 else min(n, n_distinct)
     return max(1, n_eff)
@@ -941,7 +1054,14 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
         sd = max(u.std_signed, std.model.rho / math.sqrt(3.0))
         n_eff = effective_sample_size(std.op, u.signed_count, res.n_distinct, res.rows)
         limit = c.bias_tau + c.bias_z * sd / math.sqrt(n_eff)
+        se, se_el, se_row = bias_standard_error(std, res, n_eff)
+        if se_row > se_el:  # (bias_rows: the rows, not the elements, are the independent draws)
+            limit = c.bias_tau + c.bias_z * se_row
         distinct = f", {n_eff:,} distinct values" if n_eff < u.signed_count else ""
+        if getattr(c, "bias_rows", False) and res.bias_rows is not None and se_row:
+            br = res.bias_rows
+            distinct += (f", {br.rows:,} rows (row-clustered standard error {se:.3g}: the larger of the element-wise "
+                         f"{se_el:.3g} and the row means' sd {br.sd:.3g}/√{br.rows:,} = {se_row:.3g})")
         shifts = res.constant_shifts
         if shifts:
             excess = bias_excess(u.mean_signed, shifts)
