@@ -24,6 +24,7 @@ output truncation, zeros.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -36,7 +37,7 @@ from ._common import (
     torch_same_format,
 )
 
-__all__ = ["VARIANTS"]
+__all__ = ["VARIANTS", "torch_conv_transpose_col2im16"]
 
 _V: list = []
 variant = registrar(_V)
@@ -231,15 +232,55 @@ def _torch_conv_transpose(inputs, params, out, acc, seed):
     return finish(from_torch(y), out)
 
 
+@functools.lru_cache(maxsize=None)
+def torch_conv_transpose_col2im16(fmt: str) -> bool:
+    """Whether this machine's torch CPU ``conv_transpose2d`` in ``fmt`` (``"bfloat16"``/``"float16"``)
+    is a col2im scatter-add in ``fmt`` itself: per-tap channel sums rounded to ``fmt``, added into a
+    ``fmt`` output tap by tap, then the bias added in ``fmt``.
+
+    Decided by running it on a fixed 2×8×5×5 case and comparing, bit for bit, with that model and
+    with fp32 accumulation rounded once.  float16 is col2im on every CPU measured; bfloat16 is
+    col2im where oneDNN has no bf16 kernel (an AVX2-only AMD EPYC, torch 2.13:
+    ``torch.ops.mkldnn._is_mkldnn_bf16_supported()`` is False there) and fp32-accumulating where it
+    has one (known_library_defects.toml, torch-cpu-conv-transpose-fp16-col2im).
+    """
+    import itertools
+
+    import torch
+    import torch.nn.functional as F
+
+    from ..core.formats import get_format
+
+    dt = get_format(fmt).dtype
+    g = np.random.default_rng(13)
+    x = g.standard_normal((2, 8, 5, 5)).astype(dt)
+    w = (g.standard_normal((8, 4, 3, 3)) / 5).astype(dt)
+    b = g.standard_normal(4).astype(dt)
+    tt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[fmt]
+    with torch.no_grad():
+        y = F.conv_transpose2d(*(torch.tensor(a.astype(np.float32)).to(tt) for a in (x, w, b)), stride=2,
+                               padding=1, output_padding=1).float().numpy()
+    acc = np.zeros((2, 4, 12, 12), dt)
+    for i, j in itertools.product(range(3), range(3)):
+        part = np.einsum("nchw,co->nohw", x.astype(np.float32), w[:, :, i, j].astype(np.float32)).astype(dt)
+        acc[:, :, i:i + 9:2, j:j + 9:2] = (acc[:, :, i:i + 9:2, j:j + 9:2].astype(np.float32)
+                                           + part.astype(np.float32)).astype(dt)
+    model = (acc[:, :, 1:11, 1:11].astype(np.float32) + b[None, :, None, None].astype(np.float32)).astype(dt)
+    return bool(np.array_equal(model.astype(np.float32), y))
+
+
 def _torch_fp32_path(out: Format, fmts: list, params: Any) -> bool:
-    """torch CPU in the inputs' format, except float16, whose conv_transpose scatter-adds in fp16
-    (known_library_defects.toml, torch-cpu-conv-transpose-fp16-col2im): not an fp32-accumulating kernel."""
-    return torch_same_format(out, fmts, params) and out.name != "float16"
+    """torch CPU in the inputs' format, except a 16-bit format whose conv_transpose scatter-adds in that
+    format on this machine (:func:`torch_conv_transpose_col2im16`; known_library_defects.toml,
+    torch-cpu-conv-transpose-fp16-col2im): not an fp32-accumulating kernel."""
+    if not torch_same_format(out, fmts, params):
+        return False
+    return out.name not in ("float16", "bfloat16") or not torch_conv_transpose_col2im16(out.name)
 
 
 variant("conv_transpose", "torch-cpu", "library", True,
         "torch CPU F.conv_transpose1d/2d/3d (GEMM then col2im scatter-add in fp32) in the inputs' dtype; "
-        "not float16, where torch scatter-adds in fp16", _torch_fp32_path, acc_formats=FP32_ONLY)(_torch_conv_transpose)
+        "not a 16-bit format torch scatter-adds in (float16; bfloat16 on CPUs without oneDNN bf16)", _torch_fp32_path, acc_formats=FP32_ONLY)(_torch_conv_transpose)
 
 
 def _col2im(inputs, params, out, acc, seed):
