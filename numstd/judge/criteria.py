@@ -710,16 +710,23 @@ class Judge:
             norm, e_ulp = _measure(at, r[pos], bt, ut, self._may_spill)
             self._push_worst(pos, norm, at, r[pos], e_ulp, bt, chunk_index, shape)
 
-    def _add_shifts(self, a, r, u, pre, kappa, shifts, shape) -> None:
-        """Sum the constant shifts over this chunk's bias sample (the elements ``_add_numpy`` and the
-        compiled judge keep: finite output, finite normal reference, ``E_i <= κ ulp(r_i)``), exactly
-        in integers of 2^-32 ulp."""
+    def _bias_sample(self, a, r, u, pre, kappa) -> tuple[np.ndarray, np.ndarray]:
+        """``(u, keep)``: ``ulp(r)`` broadcast to the chunk and the mask of its bias sample (the elements
+        ``_add_numpy`` and the compiled judge keep: finite output, finite normal reference,
+        ``E_i <= κ ulp(r_i)``)."""
         u = np.broadcast_to(np.asarray(u, dtype=np.float64).reshape(-1) if np.ndim(u) else u, a.shape)
         ar = np.abs(r)
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(a) & (ar < _overflow_threshold(self.fmt)) & (ar >= self.fmt.smallest_normal)
             if pre is not None:
                 keep &= np.broadcast_to(pre, a.shape) <= kappa * u
+        return u, keep
+
+    def _add_shifts(self, a, r, u, pre, kappa, shifts, shape) -> None:
+        """Sum the constant shifts over this chunk's bias sample (the elements ``_add_numpy`` and the
+        compiled judge keep: finite output, finite normal reference, ``E_i <= κ ulp(r_i)``), exactly
+        in integers of 2^-32 ulp."""
+        u, keep = self._bias_sample(a, r, u, pre, kappa)
         self._shift_n += int(np.count_nonzero(keep))
         sign = np.sign(r[keep])
         for name, d in shifts.items():
@@ -739,12 +746,7 @@ class Judge:
             self._bcnt = np.zeros(groups, dtype=np.int64)
         length, inner = self._brows
         af = a if a.dtype == np.float64 else a.astype(np.float64)
-        u = np.broadcast_to(np.asarray(u, dtype=np.float64).reshape(-1) if np.ndim(u) else u, af.shape)
-        ar = np.abs(r)
-        with np.errstate(invalid="ignore"):
-            keep = np.isfinite(af) & (ar < _overflow_threshold(self.fmt)) & (ar >= self.fmt.smallest_normal)
-            if pre is not None:
-                keep &= np.broadcast_to(pre, af.shape) <= kappa * u
+        u, keep = self._bias_sample(af, r, u, pre, kappa)
         idx = np.flatnonzero(keep)
         if idx.size == 0:
             return
