@@ -310,6 +310,24 @@ def test_publish_refuses_an_existing_evidence_name_and_writes_nothing(tmp_path):
     assert _snapshot(d) == before
 
 
+def test_publish_reuses_a_published_evidence_file_with_the_same_bytes(tmp_path):
+    """A version that changes a criterion, not the constants, cites @1's evidence: same name, same
+    sha256; nothing is copied, and the file stays byte-identical."""
+    from numstd.publish import publish
+
+    d = _user_dir(tmp_path)
+    ev1 = d / "evidence" / "NS-EXP-FP32@1.evidence.parquet"
+    before = ev1.read_bytes()
+    draft = _draft(tmp_path, evidence="NS-EXP-FP32@1.evidence.parquet")
+    draft.write_text(draft.read_text().replace(hashlib.sha256(b"PAR1 not really parquet, but bytes with a sha256")
+                                               .hexdigest(), hashlib.sha256(before).hexdigest()))
+    (draft.parent / "NS-EXP-FP32@1.evidence.parquet").unlink()  # not needed: the published file is reused
+    publish(draft, standards_dir=d)
+    assert ev1.read_bytes() == before and sorted(p.name for p in (d / "evidence").iterdir()) == [ev1.name]
+    std = registry.get_standard("NS-EXP-FP32@2", root=d)
+    assert std.provenance["evidence_sha256"] == hashlib.sha256(before).hexdigest()
+
+
 def test_publish_failing_midway_leaves_nothing_half_published(tmp_path, monkeypatch):
     import os
 

@@ -10,7 +10,9 @@ Validation, before anything is written: the draft parses; its ID names its op (`
 op without underscores: ``NS-CROSSENTROPY-FP32`` for cross_entropy) and lands in ``<op>/``; no
 standard ``ID@N`` exists in the target or any loaded directory; ``supersedes`` names an existing
 standard; the evidence file exists, matches the draft's ``evidence_sha256`` and its name is not
-taken in the evidence directory (an ``@2`` never overwrites ``@1``'s evidence); and the published
+taken in the evidence directory (an ``@2`` never overwrites ``@1``'s evidence) — unless the draft
+reuses an evidence file already published, byte for byte (its ``evidence_sha256`` matches: a new
+version that changes a criterion, not the constants, cites the evidence they were fitted on); and the published
 file (status ``active``) loads against the new LOCK.
 
 Atomic: the evidence, the standard and the new LOCK are written to temporary files beside their
@@ -122,16 +124,21 @@ def publish(draft: str | Path, *, root: str | Path | None = None, docs: bool = T
     ev_name = Path(std.provenance.get("evidence", "")).name
     ev_src = draft.parent / ev_name
     ev_bytes = b""
-    if ev_name:
+    want = std.provenance.get("evidence_sha256")
+    if ev_name and (ev_dir / ev_name).exists():
+        # an evidence file already published is never replaced; a new version may *reuse* it (a
+        # version that changes a criterion, not the constants: same bytes, same sha256)
+        if not want or hashlib.sha256((ev_dir / ev_name).read_bytes()).hexdigest() != want:
+            raise DataIntegrityError(f"{ev_dir / ev_name} exists: evidence files are never replaced; name the "
+                                     f"draft's evidence after its own version ({std.key}.evidence.parquet), or "
+                                     "reuse the published one with its evidence_sha256")
+        ev_name = ""  # reused: nothing to write
+    elif ev_name:
         if not ev_src.is_file():
             raise NumstdError(f"evidence {ev_src} is missing; publish the draft from its calibration directory")
         ev_bytes = ev_src.read_bytes()
-        want = std.provenance.get("evidence_sha256")
         if want and hashlib.sha256(ev_bytes).hexdigest() != want:
             raise DataIntegrityError(f"{ev_src}: sha256 differs from the draft's provenance; recalibrate")
-        if (ev_dir / ev_name).exists():
-            raise DataIntegrityError(f"{ev_dir / ev_name} exists: evidence files are never replaced; name the "
-                                     f"draft's evidence after its own version ({std.key}.evidence.parquet)")
     lock_path = std_dir / "LOCK"
     lock = read_lock(lock_path.read_text(encoding="utf-8")) if lock_path.exists() else {}
     digest = hashlib.sha256(text.encode()).hexdigest()

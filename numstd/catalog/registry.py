@@ -73,7 +73,16 @@ _CRITERIA_KEYS = {
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
     "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
     "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "quantile_min_n": int, "bias_rows": bool,
+    "tail_n": int,
 }
+def _tail_n(value: Any, where: str) -> int:
+    """``[criteria] tail_n``: 0 (off) or the largest output size the constants were calibrated at (≥ 2)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == 1:
+        raise SchemaError(f"{where} [criteria]: tail_n must be 0 (off) or an integer ≥ 2 (the calibrated output "
+                          f"size), got {value!r}")
+    return value
+
+
 #: how an NS-MODULE bias criterion compares with its baseline (numstd.module_standard)
 BIAS_MODES = ("paired", "one_sided")
 _RATIONALE_KEYS = {"text": str, "citations": list}
@@ -109,6 +118,7 @@ class Criteria:
     row_bias_rel: float = 0.0  # declared systematic relative error of a group's shared operations, in u_acc
     bias_rows: bool = False  # the bias standard error row-clustered over the scan axis (criteria.bias_standard_error)
     quantile_min_n: int = 0  # NS-MODULE: below this many elements the ULP quantiles get the accumulation floor (grade.module_standard)
+    tail_n: int = 0  # above this many output elements the model's E_i grows by ln N / ln tail_n (criteria.tail_factor)
 
 
 @dataclass(frozen=True)
@@ -267,6 +277,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         row_bias_rel=float(crit_t.get("row_bias_rel", 0.0)),
         quantile_min_n=int(crit_t.get("quantile_min_n", 0)),
         bias_rows=bool(crit_t.get("bias_rows", False)),
+        tail_n=_tail_n(crit_t.get("tail_n", 0), where),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")

@@ -15,6 +15,8 @@ wrong shape or dtype, unknown parameters, no matching standard) raises a
 
 from __future__ import annotations
 
+import dataclasses
+
 import numbers
 from typing import Any, Sequence
 
@@ -23,7 +25,7 @@ import numpy as np
 from .._version import __version__
 from ..core.arrays import to_numpy
 from .chunks import DEFAULT_CHUNK, chunk_params, default_chunk, plan, prefetch
-from .criteria import Judge, chunk_pieces, evaluate, hull_violations
+from .criteria import Judge, chunk_pieces, evaluate, hull_violations, tail_factor
 from ..core.distribution import UlpDistribution
 from ..core.errors import AmbiguousStandard, DtypeError, NonConformance, NumstdError, ParameterError, StandardNotFound
 from ..core.native import pool
@@ -145,6 +147,9 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
 
+    # a probabilistic bound judged on more elements than its constants were calibrated on
+    tail = tail_factor(std.criteria.tail_n, int(np.prod(shape, dtype=object)))
+
     def prepare(ch: Any) -> tuple:
         ref = validated_reference(spec.name, ch.inputs, chunk_params(ref_params, ch), resolution=std.output,
                                   row_offset=ch.row_offset, cache=cache, piece=ch.piece)
@@ -153,7 +158,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     def pieces_of(prepared: tuple) -> tuple:  # the model's terms: on the worker, or beside the judge
         ch, ref, env = prepared
         out = act[ch.out_index]
-        return chunk_pieces(std, env, ref, out, ch.out_index, ref_params), hull_violations(std, ref, out)  # (the judge widens the output)
+        return chunk_pieces(std, env, ref, out, ch.out_index, ref_params, tail), hull_violations(std, ref, out)  # (the judge widens the output)
 
     chunk = min(chunk_size or default_chunk(spec.kind), max(1, int(np.prod(shape, dtype=object))))
     # 16-bit arithmetic can make a standard's bound reach the result's own magnitude (a sequential
@@ -171,6 +176,10 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
             judge.add_hull(hull)
     res = judge.result()
     criteria = evaluate(std, res, act_fmt)
+    if tail != 1.0:
+        criteria = [dataclasses.replace(c, message=f"{c.message} (model term E_i × {tail:.4g} = ln N / ln tail_n for "
+                                        f"N = {int(np.prod(shape, dtype=object)):,} output elements > tail_n = "
+                                        f"{std.criteria.tail_n:,})") if c.name == "bound" else c for c in criteria]
     if zeros_pass is not None:
         criteria.append(_discriminating(*zeros_pass))
     passed = all(c.passed for c in criteria)
