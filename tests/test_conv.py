@@ -289,7 +289,7 @@ def test_grade_judges_conv_modules_by_the_op_standard(make, shape):
     ref = make()
     r = grade(ref, ref, lambda: [torch.randn(*shape)], trials=1, dtype="float32")
     ops = {c.verdict.standard_id for c in r.cases if c.kind == "op"}
-    assert r.passed and ops == {"NS-CONV-FP32@1"}, r.message
+    assert r.passed and ops == {"NS-CONV-FP32@2"}, r.message
 
 
 class _Functional(torch.nn.Module):
@@ -311,10 +311,10 @@ def test_grade_recognises_functional_conv2d_and_fails_a_flipped_kernel():
     torch.manual_seed(1)
     ref = _Functional()
     r = grade(ref, ref, lambda: [torch.randn(2, 3, 8, 8)], trials=1, dtype="float32")
-    assert r.passed and {c.verdict.standard_id for c in r.cases if c.kind == "op"} == {"NS-CONV-FP32@1"}
+    assert r.passed and {c.verdict.standard_id for c in r.cases if c.kind == "op"} == {"NS-CONV-FP32@2"}
     r = grade(ref, _Functional(flip=True), lambda: [torch.randn(2, 3, 8, 8)], trials=1, dtype="float32")
     assert not r.passed
-    assert any(c.kind == "op" and c.verdict.standard_id == "NS-CONV-FP32@1" and not c.verdict.passed for c in r.cases)
+    assert any(c.kind == "op" and c.verdict.standard_id == "NS-CONV-FP32@2" and not c.verdict.passed for c in r.cases)
 
 
 # ------------------------------------------------------------------------------------------
@@ -469,4 +469,4 @@ def test_grade_judges_conv_transpose_modules_by_the_op_standard(make, shape):
     torch.manual_seed(2)
     ref = make()
     r = grade(ref, ref, lambda: [torch.randn(*shape)], trials=1, dtype="float32")
-    assert r.passed and {c.verdict.standard_id for c in r.cases if c.kind == "op"} == {"NS-CONVTRANSPOSE-FP32@1"}
+    assert r.passed and {c.verdict.standard_id for c in r.cases if c.kind == "op"} == {"NS-CONVTRANSPOSE-FP32@2"}
