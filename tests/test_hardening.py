@@ -43,7 +43,7 @@ def test_a_covered_output_format_is_judged_normally():
 def test_non_array_output_of_an_fp8_matmul_is_a_failing_verdict_not_ambiguous(actual):
     a = np.ones((4, 4), ml_dtypes.float8_e4m3fn)
     msg = _dtype_fail(numstd.check(actual, op="matmul", inputs=[a, a]))
-    assert "NS-MATMUL-FP8E4M3@1" in msg and "NS-MATMUL-FP8E4M3-FP32OUT@1" in msg
+    assert "NS-MATMUL-FP8E4M3@2" in msg and "NS-MATMUL-FP8E4M3-FP32OUT@2" in msg
 
 
 def test_inputs_without_any_standard_still_raise_standard_not_found():
