@@ -131,11 +131,11 @@ def test_triplet_margin_loss_reference_against_torch_float64(p, swap, reduction)
 
 def test_triplet_eps_is_added_to_the_difference():
     a = np.zeros((1, 4))
-    r = numstd.reference("triplet_margin_loss", [a, a, a + 3.0], margin=0.0, eps=1e-3, reduction="none")
-    # d(a, a) = ||0 + eps|| = 2 eps (four elements), d(a, a + 3) = ||-3 + eps|| = 2 (3 - eps)
-    assert abs(r.values[0] - max(0.0, 2e-3 - 2 * (3 - 1e-3))) <= 1e-15
-    r = numstd.reference("triplet_margin_loss", [a, a, a + 1e-3], margin=0.0, eps=1e-3, reduction="none")
-    assert abs(r.values[0] - 2e-3) <= 1e-15  # d(a, n) = ||-1e-3 + 1e-3|| = 0
+    r = numstd.reference("triplet_margin_loss", [a, a + 3.0, a], margin=1.0, eps=1e-3, reduction="none")
+    # d(a, a + 3) = ||-3 + eps|| = 2 (3 - eps) over four elements, d(a, a) = ||0 + eps|| = 2 eps
+    assert abs(r.values[0] - (1.0 + 2 * (3 - 1e-3) - 2e-3)) <= 1e-15
+    r = numstd.reference("triplet_margin_loss", [a, a, a + 1e-3], margin=1.0, eps=1e-3, reduction="none")
+    assert abs(r.values[0] - (1.0 + 2e-3)) <= 1e-15  # d(a, n) = ||-1e-3 + 1e-3|| = 0
 
 
 # ------------------------------------------------------------------------------------ parameters
@@ -151,6 +151,7 @@ def test_triplet_eps_is_added_to_the_difference():
     ("triplet_margin_loss", 3, {"p": 0.5}, "p"),
     ("triplet_margin_loss", 3, {"swap": 1}, "swap"),
     ("triplet_margin_loss", 3, {"margin": "1"}, "margin"),
+    ("triplet_margin_loss", 3, {"margin": 0.0}, "margin"),
 ])
 def test_bad_parameters_raise_parameter_errors_naming_them(op, inputs, params, name):
     x = np.ones((4, 3), dtype=np.float32)
@@ -220,7 +221,8 @@ def test_torch_16_bit_normalize_passes_the_default_stored16_standard():
     xl = (x * 30).astype(np.float16)
     s16 = np.zeros((64, 1), dtype=np.float16)
     for j in range(200):
-        s16 = (s16 + xl[:, j:j + 1].astype(np.float32) ** 2).astype(np.float16)
+        with np.errstate(over="ignore"):
+            s16 = (s16 + xl[:, j:j + 1].astype(np.float32) ** 2).astype(np.float16)
     with np.errstate(all="ignore"):
         bad = (xl.astype(np.float32) / np.maximum(np.sqrt(s16.astype(np.float32)), 1e-2)).astype(np.float16)
     assert not numstd.check(bad, op="normalize", inputs=[xl], eps=1e-2).passed
@@ -269,7 +271,9 @@ def test_triplet_torch_passes_and_bugs_fail(reduction):
     assert v.passed and v.standard_id.startswith("NS-TRIPLETMARGINLOSS-FP32@"), v
     T = [torch.from_numpy(t) for t in (a, pos, neg)]
     bugs = {"swap ignored": F.triplet_margin_loss(*T, **dict(kw, swap=False)),
-            "margin sign": F.triplet_margin_loss(*T, **dict(kw, margin=-1.0)),
+            "margin sign": (-1.0 + F.pairwise_distance(T[0], T[1], eps=1e-6)
+                            - torch.minimum(F.pairwise_distance(T[0], T[2], eps=1e-6),
+                                            F.pairwise_distance(T[1], T[2], eps=1e-6))).clamp_min(0),
             "wrong p": F.triplet_margin_loss(*T, **dict(kw, p=1.0)),
             "no clamp": (1.0 + F.pairwise_distance(T[0], T[1], eps=1e-6)
                          - torch.minimum(F.pairwise_distance(T[0], T[2], eps=1e-6),

@@ -79,6 +79,13 @@ def _finite(name: str, default: str) -> Any:
     return check
 
 
+def _positive_margin(op: str, value: Any) -> float:
+    if not _is_real(value) or not math.isfinite(float(value)) or float(value) <= 0:
+        raise ParameterError(f"{op}: margin must be a finite real number > 0 (torch rejects margin <= 0), got "
+                             f"{value!r}; the default is 1.0")
+    return float(value)
+
+
 def _swap(op: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ParameterError(f"{op}: swap must be True or False, got {value!r}; the default is False")
@@ -208,11 +215,11 @@ ENTRIES: tuple[OpInfo, ...] = (
           {"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False, "reduction": "mean"}, (
         "l_n = max(0, margin + d(a_n, p_n) - d(a_n, n_n)), d(x, y) = ||x - y + eps||_p over the last axis "
         "(torch.nn.functional.triplet_margin_loss / pairwise_distance; swap: d(a, n) -> min(d(a, n), d(p, n))): "
-        "anchor, positive, negative (N, D) or (D,), p >= 1; reduction 'mean', 'sum' or 'none'."
+        "anchor, positive, negative (N, D) or (D,), margin > 0, p >= 1; reduction 'mean', 'sum' or 'none'."
     ),
           shape=_triplet_shape, reference="similarity:triplet_margin_loss", corpus="similarity",
           terms=("K", "N", "P", "mag"),
-          param_checks={"margin": _finite("margin", "1.0"), "p": _triplet_p, "swap": _swap},
+          param_checks={"margin": _positive_margin, "p": _triplet_p, "swap": _swap},
           calls={"torch": Call("torch.nn.functional.triplet_margin_loss",
                                {"margin": "margin", "p": "p", "eps": "eps", "swap": "swap", "reduction": "reduction"}),
                  "jax": Call(f"{_SIM}.triplet_margin_loss_jnp",
