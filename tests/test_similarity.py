@@ -358,3 +358,21 @@ def test_grade_detects_the_similarity_ops():
                                         torch.randint(0, 2, (16,)).float() * 2 - 1], trials=1)
     assert r.op == ("cosine_embedding_loss", {"margin": 0.1, "reduction": "sum"})
     assert r.passed and any(s.startswith("NS-COSINEEMBEDDINGLOSS-FP32@") for s in r.standards)
+
+
+def test_torch_with_one_thread_passes_too():
+    """torch CPU with 1 thread (the corpus's torch-cpu runs its default, 2 on the CI machine):
+    a set_num_threads variant would change process-global state, so it is checked here only."""
+    x = _suite_rows(4)
+    a, pos, neg = _triplets(9)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        y = _torch_out(F.normalize, x, eps=1e-2).numpy()
+        c = _torch_out(F.cosine_similarity, x, x[::-1].copy(), dim=1, eps=1e-2).numpy()
+        t = _torch_out(F.triplet_margin_loss, a, pos, neg, swap=True).numpy()
+    finally:
+        torch.set_num_threads(old)
+    assert numstd.check(y, op="normalize", inputs=[x], eps=1e-2).passed
+    assert numstd.check(c, op="cosine_similarity", inputs=[x, x[::-1].copy()], dim=1, eps=1e-2).passed
+    assert numstd.check(t, op="triplet_margin_loss", inputs=[a, pos, neg], swap=True).passed
