@@ -376,3 +376,30 @@ def test_torch_with_one_thread_passes_too():
     assert numstd.check(y, op="normalize", inputs=[x], eps=1e-2).passed
     assert numstd.check(c, op="cosine_similarity", inputs=[x, x[::-1].copy()], dim=1, eps=1e-2).passed
     assert numstd.check(t, op="triplet_margin_loss", inputs=[a, pos, neg], swap=True).passed
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_torch_16_bit_losses_store_their_intermediates(dt):
+    """Why no 16-bit standard of the two losses is published (docs/methodology.md §11): torch CPU's 16-bit
+    kernels round every intermediate to the 16-bit type, bit for bit — cosine_embedding_loss the products,
+    the three row sums, the 1e-12 additions, the product of the squared norms, its sqrt, the quotient and
+    1 - cos; triplet_margin_loss the difference, the eps addition, both distances and the two additions —
+    and are not the once-rounded loss on a share of the rows."""
+    d = getattr(torch, dt)
+    g = torch.Generator().manual_seed(0)
+    a, b, n = (torch.randn(64, 100, generator=g).to(d) for _ in range(3))
+    t = (torch.randint(0, 2, (64,), generator=g) * 2 - 1).to(d)
+    r = F.cosine_embedding_loss(a, b, t, reduction="none")
+    p = (a * b).float().sum(1).to(d)
+    m1 = ((a * a).float().sum(1).to(d) + 1e-12).to(d)
+    m2 = ((b * b).float().sum(1).to(d) + 1e-12).to(d)
+    c = p / (m1 * m2).sqrt()
+    assert torch.equal(torch.where(t == 1, 1 - c, c.clamp_min(0)), r)
+    exact = F.cosine_embedding_loss(a.double(), b.double(), t.double(), reduction="none").to(d)
+    assert (exact != r).any()
+    r = F.triplet_margin_loss(a, b, n, reduction="none")
+    dp = ((a - b) + 1e-6).float().norm(dim=1).to(d)
+    dn = ((a - n) + 1e-6).float().norm(dim=1).to(d)
+    assert torch.equal(((1 + dp) - dn).clamp_min(0), r)
+    exact = F.triplet_margin_loss(a.double(), b.double(), n.double(), reduction="none").to(d)
+    assert (exact != r).any()
