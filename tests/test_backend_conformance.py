@@ -40,7 +40,7 @@ KNOWN = {
            for op in ("CUMSUM", "GELU", "LINEAR", "LOGSOFTMAX", "SIGMOID", "SILU", "SOFTMAX", "SUM", "MEAN",
                       "EXP", "TANH", "ERF", "LOG", "RSQRT", "SQRT", "MATMUL", "LAYERNORM", "RMSNORM",
                       "ATTENTION", "CROSSENTROPY", "CELU", "CUMPROD", "ELU", "HARDSIGMOID", "HARDSWISH", "LEAKYRELU",
-                      "MISH", "NEWGELU", "SELU", "SWISH", "NORMALIZE", "COSINESIMILARITY")
+                      "MISH", "NEWGELU", "SELU", "SWISH", "NORMALIZE", "COSINESIMILARITY", "TRIPLETMARGINLOSS")
            for t in ("BF16", "FP16", "BF16-STORED16", "FP16-STORED16")},
         "NS-LOG-FP32": "XLA CPU flushes subnormal inputs: log(−tiny) = −inf instead of NaN",
         "NS-SQRT-FP32": "XLA CPU flushes subnormal inputs: sqrt(−tiny) = −0 instead of NaN",

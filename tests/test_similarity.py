@@ -403,3 +403,16 @@ def test_torch_16_bit_losses_store_their_intermediates(dt):
     assert torch.equal(((1 + dp) - dn).clamp_min(0), r)
     exact = F.triplet_margin_loss(a.double(), b.double(), n.double(), reduction="none").to(d)
     assert (exact != r).any()
+
+
+def test_torch_16_bit_triplet_passes_the_stored16_standard_and_bugs_fail():
+    import ml_dtypes
+
+    a, pos, neg = (v.astype(ml_dtypes.bfloat16) for v in _triplets(10, 64, 32))
+    T = [torch.from_numpy(v.astype(np.float32)).to(torch.bfloat16) for v in (a, pos, neg)]
+    y = F.triplet_margin_loss(*T, swap=True, reduction="none")
+    v = numstd.check(y, op="triplet_margin_loss", inputs=[a, pos, neg], swap=True, reduction="none")
+    assert v.passed and v.standard_id.startswith("NS-TRIPLETMARGINLOSS-BF16-STORED16@"), v
+    for bad in (F.triplet_margin_loss(*T, swap=False, reduction="none"), F.triplet_margin_loss(*T, p=1.0, swap=True,
+                                                                                               reduction="none")):
+        assert not numstd.check(bad, op="triplet_margin_loss", inputs=[a, pos, neg], swap=True, reduction="none").passed

@@ -415,8 +415,9 @@ _ce("zeros", "zeros", False, "returns zeros", observable=True)(
 
 def _triplet(inputs: list, params: Mapping[str, Any], c: _Calc, *, order: str = "diff-first", swap: bool | None = None,
              margin_sign: float = 1.0, clamp: bool = True, p: float | None = None, add: bool = False,
-             reduction: str | None = None, sum_fmt: Format | None = None) -> np.ndarray:
-    w, q = c.w, c.w.q
+             reduction: str | None = None, sum_fmt: Format | None = None, stored: Format | None = None) -> np.ndarray:
+    w = c.w
+    q = w.q if stored is None else (lambda v: f64(finish(w.q(v), stored)))  # (stored: every intermediate in 16 bits)
     a, pos, neg = _rows(inputs, w, 3)
     p = params.get("p", 2.0) if p is None else p
     eps = w.c(params.get("eps", 1e-6))
@@ -429,7 +430,7 @@ def _triplet(inputs: list, params: Mapping[str, Any], c: _Calc, *, order: str = 
                 t = q(q(x - y) + eps)
             else:
                 t = q(q(x + eps) - y)
-            return c.norm(t, p)[:, 0]
+            return q(c.norm(t, p)[:, 0])
 
     d_pos, d_neg = dist(a, pos), dist(a, neg)
     if params.get("swap", False) if swap is None else swap:
@@ -447,6 +448,9 @@ for _name, (_order, _kw) in {"sequential": ("sequential", {}), "pairwise": ("pai
     _tr(_name, "accumulation-order", True, f"fl(fl(x - y) + eps), norms and losses summed {_name}")(
         lambda inputs, params, acc, out, _o=_order, _k=_kw: _triplet(inputs, params, _Calc(acc, _o, **_k)))
 del _name, _order, _kw
+_tr("stored16", "rounding", True, "torch CPU's 16-bit kernel: a - b, a - b + eps, both distances and the two "
+    "additions stored in the 16-bit output type, the mean in fp32 (bit for bit)", applies=lambda out, f, p: out.p < 24,
+    acc_formats=FP32_ONLY)(lambda inputs, params, acc, out: _triplet(inputs, params, _Calc(acc, "pairwise"), stored=out))
 _tr("eps-first", "formula", True, "fl(fl(x + eps) - y): the other order of pairwise_distance's two additions")(
     lambda inputs, params, acc, out: _triplet(inputs, params, _Calc(acc, "pairwise"), order="eps-first"))
 
