@@ -7,7 +7,8 @@ and blocked (128) order; ``x * rsqrt(max(sum x^2, eps^2))`` (the fused rsqrt for
 cosine_embedding_loss by torch's ``w12 / sqrt((w1 + 1e-12)(w2 + 1e-12))`` and by separate norms;
 triplet distances with ``(x - y) + eps`` in either order of the two additions; numpy; torch CPU
 (its default threads; torch.set_num_threads is process-global, so a one-thread variant would not be thread-safe); the ``stored16-*`` models of torch CPU's 16-bit kernels (the norm, for
-cosine_similarity also the normalised vectors and their products, rounded to the 16-bit type:
+cosine_similarity also the normalised vectors and their products, for triplet_margin_loss every
+intermediate, rounded to the 16-bit type:
 legitimate for the ``stored16`` standards only, excluded from the fp32-policy ones).
 
 Bugs: no eps clamp (NaN on zero rows), eps added instead of the max, the wrong p, the wrong dim,
