@@ -41,7 +41,8 @@ SHAPES = {"matmul": (6, 16, 5), "linear": (6, 16, 5), "attention": (1, 6, 8, 4),
           "conv": (2, 4, 6, 2, 2, 1, 1, 3, 3, 7, 7), "conv_transpose": (2, 4, 6, 2, 2, 1, 1, 1, 3, 3, 4, 4),
           "group_norm": (2, 8, 3, 3), "instance_norm": (2, 3, 6), "batch_norm": (8, 3, 2),
           "max_pool1d": (2, 3, 12), "max_pool2d": (2, 2, 7, 6), "max_pool3d": (1, 2, 5, 5, 4),
-          "avg_pool1d": (2, 3, 12), "avg_pool2d": (2, 2, 7, 6), "avg_pool3d": (1, 2, 5, 5, 4)}  # conv: [N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]
+          "avg_pool1d": (2, 3, 12), "avg_pool2d": (2, 2, 7, 6), "avg_pool3d": (1, 2, 5, 5, 4),
+          "normalize": (4, 12), "cosine_similarity": (4, 12), "cosine_embedding_loss": (6, 10), "triplet_margin_loss": (6, 10)}  # conv: [N, C_in, C_out, groups, stride, padding, dilation, *kernel, *spatial]
 
 
 def encode(a: np.ndarray) -> dict:

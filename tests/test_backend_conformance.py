@@ -31,13 +31,16 @@ KNOWN = {
         **{f"NS-{op}-{t}": "torch CPU stores the batch statistics of 16-bit tensors in 16 bits: it conforms to the "
                            "stored16 standards (benchmarks/torch_norm16.py), not to the one-rounding fp32 policy"
            for op in ("BATCHNORM", "INSTANCENORM") for t in ("BF16", "FP16")},
+        **{f"NS-{op}-{t}": "torch CPU stores the 16-bit norm (and cosine_similarity its normalised vectors and "
+                           "products): it conforms to the stored16 standards, not to the one-rounding fp32 policy"
+           for op in ("NORMALIZE", "COSINESIMILARITY") for t in ("BF16", "FP16")},
     },
     "jax:cpu": {
         **{f"NS-{op}-{t}": "XLA CPU computes 16-bit ops in 16-bit arithmetic"
            for op in ("CUMSUM", "GELU", "LINEAR", "LOGSOFTMAX", "SIGMOID", "SILU", "SOFTMAX", "SUM", "MEAN",
                       "EXP", "TANH", "ERF", "LOG", "RSQRT", "SQRT", "MATMUL", "LAYERNORM", "RMSNORM",
                       "ATTENTION", "CROSSENTROPY", "CELU", "CUMPROD", "ELU", "HARDSIGMOID", "HARDSWISH", "LEAKYRELU",
-                      "MISH", "NEWGELU", "SELU", "SWISH")
+                      "MISH", "NEWGELU", "SELU", "SWISH", "NORMALIZE", "COSINESIMILARITY", "TRIPLETMARGINLOSS")
            for t in ("BF16", "FP16", "BF16-STORED16", "FP16-STORED16")},
         "NS-LOG-FP32": "XLA CPU flushes subnormal inputs: log(−tiny) = −inf instead of NaN",
         "NS-SQRT-FP32": "XLA CPU flushes subnormal inputs: sqrt(−tiny) = −0 instead of NaN",

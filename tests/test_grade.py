@@ -33,7 +33,7 @@ NEAR_MISSES = [
     ("leaky_relu", "noslope"), ("elu", "expminus1"), ("hardtanh", "tanh"), ("cumprod", "exclusive"),
     ("conv2d", "flipped"), ("conv2d", "shifted"), ("conv_transpose2d", "noflip"),
     ("groupnorm", "epsout"), ("groupnorm", "perchannel"), ("maxpool2d", "zeropad"),
-    ("huber", "nobranch"),
+    ("huber", "nobranch"), ("normalize", "fp16norm"), ("triplet", "squared"),
 ]
 ALL_PROBLEMS = sorted(p.name for p in PROBLEMS.iterdir() if (p / "problem.py").is_file())
 

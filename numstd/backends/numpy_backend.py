@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, channel_norm, huber_terms, hinge_terms, kl_div_loss, nll_loss_of, reduce_loss, version_string
+from .base import Backend, channel_norm, framework_call, framework_ops, huber_terms, hinge_terms, kl_div_loss, nll_loss_of, reduce_loss, version_string
 
 __all__ = ["NumpyBackend"]
 
@@ -200,7 +200,7 @@ class NumpyBackend(Backend):
         return True, ""
 
     def ops(self) -> frozenset[str]:
-        return frozenset(_OPS)
+        return frozenset(_OPS) | framework_ops("numpy")  # (+ the entries' numpy calls: numstd.backends.similarity)
 
     def input_formats(self) -> frozenset[str]:
         from ..core.formats import FORMATS
@@ -228,7 +228,8 @@ class NumpyBackend(Backend):
         out_dtype = arrays[0].dtype
         work = np.float64 if out_dtype == np.float64 else np.float32
         args = [a if a is None or a.dtype.kind in "iu" else a.astype(work) for a in arrays]
-        y = np.asarray(_OPS[op](args, params), dtype=work)
+        fn = _OPS.get(op) or framework_call(op, "numpy")
+        y = np.asarray(fn(args, params), dtype=work)
         if out_dtype == work:
             return y
         return round_to(y, out_dtype.name)

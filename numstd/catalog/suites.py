@@ -165,6 +165,7 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
     """Regenerate one case's inputs, rounded (RNE) into ``formats`` (one per input; the last repeats)."""
     from ..core.formats import get_format, round_to
     from ..ops import get_op
+    from ..ops.similarity import SIMILARITY_OPS, suite_inputs
 
     shape = tuple(int(s) for s in shape)
     case = Case(op, shape, distribution, int(seed), [], dict(params or {}))
@@ -252,6 +253,8 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         lt = logp(draw(rng, shape, distribution, fmt(1)))
         inputs = [q(logp(draw(rng, shape, distribution, fmt(0))), 0),
                   q(lt if (params or {}).get("log_target") else np.exp(lt), 1)]
+    elif op in SIMILARITY_OPS:  # (zero and tiny rows, a spread of cosines: numstd.ops.similarity.suite_inputs)
+        inputs = suite_inputs(op, rng, shape, distribution, lambda s, d: draw(rng, s, d, fmt(0)), q, params or {})
     elif op in ("layer_norm", "rms_norm"):
         x = q(draw(rng, shape, distribution, fmt(0)), 0)
         w = q(1.0 + 0.1 * rng.standard_normal(shape[-1:]), 1)

@@ -158,6 +158,27 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
             params["reduction"] = _arg(args, kwargs, 4, "reduction", "mean")
             params["beta"] = _arg(args, kwargs, 5, "beta", 1.0)
         return name, [x, _arg(args, kwargs, 1, "target")], params
+    # similarity (numstd.ops.similarity): F.normalize, F.cosine_similarity / nn.CosineSimilarity,
+    # F.cosine_embedding_loss / nn.CosineEmbeddingLoss, F.triplet_margin_loss / nn.TripletMarginLoss
+    # (their Python wrappers hand the call to the mode with torch's keyword names)
+    if name == "normalize":  # normalize(input, p=2.0, dim=1, eps=1e-12, out=None)
+        return name, [x], {"p": float(_arg(args, kwargs, 1, "p", 2.0)), "dim": int(_arg(args, kwargs, 2, "dim", 1)),
+                           "eps": float(_arg(args, kwargs, 3, "eps", 1e-12))}
+    if name == "cosine_similarity":  # cosine_similarity(x1, x2, dim=1, eps=1e-8)
+        return name, [_arg(args, kwargs, 0, "x1"), _arg(args, kwargs, 1, "x2")], {
+            "dim": int(_arg(args, kwargs, 2, "dim", 1)), "eps": float(_arg(args, kwargs, 3, "eps", 1e-8))}
+    if name == "cosine_embedding_loss":  # (input1, input2, target, margin, size_average, reduce, reduction)
+        if any(_arg(args, kwargs, i, k) is not None for i, k in ((4, "size_average"), (5, "reduce"))):
+            return None
+        return name, [_arg(args, kwargs, 0, "input1"), _arg(args, kwargs, 1, "input2"), _arg(args, kwargs, 2, "target")], {
+            "margin": float(_arg(args, kwargs, 3, "margin", 0.0)), "reduction": _arg(args, kwargs, 6, "reduction", "mean")}
+    if name == "triplet_margin_loss":  # (anchor, positive, negative, margin, p, eps, swap, size_average, reduce, reduction)
+        if any(_arg(args, kwargs, i, k) is not None for i, k in ((7, "size_average"), (8, "reduce"))):
+            return None
+        return name, [_arg(args, kwargs, 0, "anchor"), _arg(args, kwargs, 1, "positive"), _arg(args, kwargs, 2, "negative")], {
+            "margin": float(_arg(args, kwargs, 3, "margin", 1.0)), "p": float(_arg(args, kwargs, 4, "p", 2.0)),
+            "eps": float(_arg(args, kwargs, 5, "eps", 1e-6)), "swap": bool(_arg(args, kwargs, 6, "swap", False)),
+            "reduction": _arg(args, kwargs, 9, "reduction", "mean")}
     if name == "scaled_dot_product_attention":
         if _arg(args, kwargs, 3, "attn_mask") is not None or float(_arg(args, kwargs, 4, "dropout_p", 0.0)) != 0.0:
             return None

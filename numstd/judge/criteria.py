@@ -273,7 +273,7 @@ def scan_rows(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, in
     nd = len(shape)
     if nd == 0:
         return 1, 1
-    a = params.get("axis", -1)
+    a = params.get("axis", params.get("dim", -1))  # (normalize: torch's dim, the vectors sharing a norm)
     a = int(a) % nd if not isinstance(a, (tuple, list)) else nd - 1
     return int(shape[a]), int(math.prod(shape[a + 1:]))
 

@@ -63,6 +63,7 @@ __all__ = [
 FAMILIES: tuple[str, ...] = (
     "contraction", "conv", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
     "pooling", "module",
+    "similarity",  # normalize, cosine_similarity, cosine_embedding_loss, triplet_margin_loss
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature
