@@ -21,7 +21,7 @@ module              ops
 ``elementwise``     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt
 ``attention``       attention
 ``loss``            cross_entropy, mse_loss, huber_loss, smooth_l1_loss, kl_div, nll_loss, hinge_embedding_loss
-``exact``           hardtanh, clamp, amax, amin (bound 0)
+``exact``           hardtanh, clamp, amax, amin, argmax, argmin (bound 0)
 ==================  =================================================================
 
 Conventions shared by all bounds:
