@@ -680,6 +680,8 @@ def _backend_variant(op: str, name: str) -> Any:
 
         inputs = _autocast_inputs(op, inputs, out_fmt)
         y = np.asarray(_be.run(op, inputs, **params))
+        if str(y.dtype) in _INDEX_DTYPES:  # argmax/argmin: the indices, judged through the values they point to
+            return y
         if format_of(y) != out_fmt:
             return np.full(y.shape, np.nan)  # not this standard's output format: excluded
         return y
