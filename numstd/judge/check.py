@@ -49,8 +49,10 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     Parameters
     ----------
-    actual : array-like (numpy/ml_dtypes, torch, jax)
-        The kernel's output.
+    actual : array-like (numpy/ml_dtypes, torch, jax), or a tuple of them
+        The kernel's output; for an op with several outputs (``max``/``min`` with an ``axis``:
+        ``(values, indices)`` as ``torch.max(x, dim)`` returns) a tuple, each judged by its own
+        standard (:mod:`numstd.judge.multi`; ``standard`` is then one standard per output or None).
     op : str
         Op name from the catalog (``numstd.ops.OPS``).
     inputs : sequence of arrays
@@ -79,6 +81,13 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     -------
     Verdict
     """
+    from ..ops.reduction import MULTI_OUTPUT
+
+    if op in MULTI_OUTPUT:  # several outputs (max/min with an axis: values, indices): numstd.judge.multi
+        from .multi import check_multi
+
+        return check_multi(actual, op=op, inputs=inputs, standard=standard, accumulate=accumulate, policy=policy,
+                           chunk_size=chunk_size, **params)
     from ..core.formats import format_of
     from ..ops.catalog import output_shape, validate
     from ..reference import validated_reference
