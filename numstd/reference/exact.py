@@ -77,7 +77,8 @@ def first_index(op: str, x: np.ndarray, axis: int | None, keepdims: bool) -> np.
     first NaN), which is numpy's, torch's and jax's documented rule.  ``keepdims`` keeps the reduced
     axis (all axes when ``axis`` is None) with length 1.
     """
-    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # (bfloat16 NaN patterns widen with a warning)
+        x = np.asarray(x, dtype=np.float64)
     flat = x.reshape(-1) if axis is None else x
     ax = 0 if axis is None else axis
     with np.errstate(invalid="ignore"):
