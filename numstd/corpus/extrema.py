@@ -1,4 +1,5 @@
-"""Variants of the exact reductions ``amax`` and ``amin`` (over ``axis``: None, an int or a tuple).
+"""Variants of the exact reductions ``amax`` and ``amin`` (over ``axis``: None, an int or a tuple),
+and of their indices ``argmax`` and ``argmin`` (the second half of this module).
 
 The result is one of the inputs, so every legitimate kernel returns it exactly, whatever its order
 of comparisons.  Legitimate: ``numpy.max``/``numpy.min`` on the inputs widened to float64; a blocked

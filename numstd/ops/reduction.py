@@ -1,4 +1,5 @@
-"""Reductions and scans: ``sum``, ``mean``, ``cumsum`` and the exact extrema ``amax``, ``amin``.
+"""Reductions and scans: ``sum``, ``mean``, ``cumsum``, the exact extrema ``amax``, ``amin`` and
+their indices ``argmax``, ``argmin``.
 
 ``cumsum`` has three variants (issue 18 item 5): ``reverse=True`` (suffix sums), ``exclusive=True``
 (``x[i]`` itself left out, ``y[0] = 0``) and an optional boolean ``mask`` input (the scan of
@@ -18,6 +19,12 @@ not judge the sign of a zero result (no ``signed_zero`` criterion): torch CPU re
 tied zeros, numpy.max the last, jax.numpy.max ``+0``, and torch documents no order, so
 ``max(-0, +0)`` may be either zero.  A reduced slice with no elements is a ShapeError (the maximum
 of nothing is undefined; numpy and torch raise too).
+
+``argmax``/``argmin`` (numpy.argmax, torch.argmax) return integer indices (int64, or int32 as
+jax.numpy returns them: :data:`INDEX_DTYPES`); ``check`` judges ``x`` at the indices as the
+amax/amin output and the tie rule ``ties`` (:data:`TIES`; :mod:`numstd.judge.indices`).  ``max``/``min``
+with an int ``axis`` are ops with two outputs, ``(values, indices)`` like ``torch.max(x, dim)``
+(:data:`MULTI_OUTPUT`; :mod:`numstd.judge.multi`).  docs/methodology.md, "Index outputs".
 """
 
 from __future__ import annotations
