@@ -83,10 +83,10 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     """
     from ..ops.reduction import MULTI_OUTPUT
 
-    if op in MULTI_OUTPUT:  # several outputs (max/min with an axis: values, indices): numstd.judge.multi
+    if isinstance(op, str) and op.lower() in MULTI_OUTPUT:  # several outputs (max/min with an axis): numstd.judge.multi
         from .multi import check_multi
 
-        return check_multi(actual, op=op, inputs=inputs, standard=standard, accumulate=accumulate, policy=policy,
+        return check_multi(actual, op=op.lower(), inputs=inputs, standard=standard, accumulate=accumulate, policy=policy,
                            chunk_size=chunk_size, **params)
     from ..core.formats import format_of
     from ..ops.catalog import output_shape, validate
