@@ -37,7 +37,7 @@ IGNORED = ("diagnosis", "numstd_version")
 #: small shapes per op (the suite's shapes would make the inputs large)
 SHAPES = {"matmul": (6, 16, 5), "linear": (6, 16, 5), "attention": (1, 6, 8, 4), "cross_entropy": (6, 10), "nll_loss": (16, 10),
           "softmax": (4, 12), "log_softmax": (4, 12), "layer_norm": (4, 12), "rms_norm": (4, 12),
-          "sum": (4, 12), "mean": (4, 12), "cumsum": (4, 12),
+          "sum": (4, 12), "mean": (4, 12), "argmax": (4, 12), "argmin": (4, 12), "cumsum": (4, 12),
           "conv": (2, 4, 6, 2, 2, 1, 1, 3, 3, 7, 7), "conv_transpose": (2, 4, 6, 2, 2, 1, 1, 1, 3, 3, 4, 4),
           "group_norm": (2, 8, 3, 3), "instance_norm": (2, 3, 6), "batch_norm": (8, 3, 2),
           "max_pool1d": (2, 3, 12), "max_pool2d": (2, 2, 7, 6), "max_pool3d": (1, 2, 5, 5, 4),
@@ -118,6 +118,7 @@ def judge(case: dict, standard: str) -> str:
 
 def cases_of(std) -> list[dict]:  # noqa: ANN001 - Standard
     from numstd.formats import round_to
+    from numstd.ops import get_op
     from numstd.reference import reference
     from numstd.suites import make_case
     from numstd.ulp import ulp
@@ -135,7 +136,15 @@ def cases_of(std) -> list[dict]:  # noqa: ANN001 - Standard
     nan.reshape(-1)[:1] = np.nan
     enc_in = [None if x is None else encode(np.asarray(x)) for x in inputs]
     out = []
-    for name, actual in (("rounded-reference", exact), ("4-ulp-off", off), ("nan-first", nan)):
+    actuals = (("rounded-reference", exact), ("4-ulp-off", off), ("nan-first", nan))
+    if get_op(std.op).index_of:  # argmax/argmin: the first indices, an off-by-one, float indices
+        from numstd.reference.exact import first_index
+
+        first = first_index(std.op, np.asarray(inputs[0], dtype=np.float64), call.get("axis"), False)
+        n = np.shape(inputs[0])[-1]
+        actuals = (("first-index", first), ("off-by-one", np.minimum(first + 1, n - 1)),
+                   ("float-indices", first.astype(np.float32)))
+    for name, actual in actuals:
         c = {"name": name, "op": std.op, "params": call, "inputs": enc_in, "actual": encode(actual)}
         c["verdict"] = judge(c, std.key)
         out.append(c)

@@ -34,7 +34,7 @@ def f32(*shape: int, seed: int = 0) -> np.ndarray:
 
 def test_catalog_has_the_designed_ops():
     expected = {"matmul", "linear", "conv", "conv_transpose", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
-                "rms_norm", "attention", "cross_entropy", "mse_loss", "module", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "clamp", "cumprod", "amax", "amin", *ELEMENTWISE,
+                "rms_norm", "attention", "cross_entropy", "mse_loss", "module", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "clamp", "cumprod", "amax", "amin", "argmax", "argmin", *ELEMENTWISE,
                 "group_norm", "instance_norm", "batch_norm", *(f"{k}_pool{d}d" for k in ("max", "avg") for d in (1, 2, 3)),
                 "normalize", "cosine_similarity", "cosine_embedding_loss", "triplet_margin_loss"}  # (similarity)
     assert set(OPS) == expected

@@ -564,6 +564,14 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
 
 
 def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
+    from ..ops import get_op
+
+    if get_op(std.op).index_of:  # argmax/argmin: x at the indices, as check judges them
+        return _judge_indices(std, p, actual)
+    return _judge_values(std, p, actual)
+
+
+def _judge_values(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
     from ..judge.criteria import Judge, evaluate, hull_violations, judge_chunk
 
     judge = Judge(std.output, p.shape, std.criteria.signed_zero)
@@ -578,6 +586,24 @@ def _judge(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
     judge.add_hull(hull_violations(std, p.ref, actual))
     res = judge.result()
     return res, evaluate(std, res, std.output.name)
+
+
+def _judge_indices(std: Any, p: _Prepared, actual: np.ndarray) -> tuple:
+    """:func:`_judge` of an index output (numstd.judge.indices: the values at the indices judged as the
+    op's ``index_of`` output, then the tie rule); indices that cannot be judged fail their criterion."""
+    from ..judge.indices import gather, index_dtype_criterion, ties_criterion
+
+    g = gather(std.op, np.asarray(actual), p.arrays[0], p.params, p.shape)
+    if g.problem is not None:
+        from ..judge.verdict import CriterionResult
+        from ..core.distribution import UlpDistribution
+        from ..judge.criteria import JudgeResult
+
+        res = JudgeResult(UlpDistribution(), 0, 0, 0, 0, math.inf, 0, 0, 0)
+        return res, [CriterionResult(g.criterion, False, 1, 0, g.problem), CriterionResult("bias", True, 0, math.inf, "")]
+    res, crit = _judge_values(std, p, np.asarray(g.values, dtype=np.float64))
+    crit = [index_dtype_criterion(g.dtype, std.output.name) if c.name == "dtype" else c for c in crit]
+    return res, crit + [ties_criterion(std.op, g, p.arrays[0], p.params)]
 
 
 def _backend_variants(std: Any, names: Sequence[str], executor: Any = None) -> tuple[list[dict], list[Any]]:
@@ -654,6 +680,8 @@ def _backend_variant(op: str, name: str) -> Any:
 
         inputs = _autocast_inputs(op, inputs, out_fmt)
         y = np.asarray(_be.run(op, inputs, **params))
+        if str(y.dtype) in _INDEX_DTYPES:  # argmax/argmin: the indices, judged through the values they point to
+            return y
         if format_of(y) != out_fmt:
             return np.full(y.shape, np.nan)  # not this standard's output format: excluded
         return y
@@ -797,7 +825,9 @@ def _run_task(*, op: str, inputs: list, output: str, accumulate: str, params: di
             continue
         try:
             actual = np.asarray(v.fn([np.array(x) if x is not None else None for x in c.inputs], dict(full),
-                                     out_fmt, acc_fmt, 1000 * c.seed + 7), dtype=np.float64)
+                                     out_fmt, acc_fmt, 1000 * c.seed + 7))
+            if str(actual.dtype) not in _INDEX_DTYPES:  # (argmax's integer indices are stored as they are)
+                actual = actual.astype(np.float64)
         except Exception as exc:
             raise NumstdError(f"variant {v.name} raised on {c.id}: {type(exc).__name__}: {exc}") from exc
         dtype, bits = _pack(actual, out_fmt)
@@ -808,8 +838,16 @@ def _run_task(*, op: str, inputs: list, output: str, accumulate: str, params: di
     return pa.table(cols, schema=schema)
 
 
+#: integer outputs (argmax/argmin indices) stored in their own dtype (numstd.ops.reduction.INDEX_DTYPES)
+_INDEX_DTYPES = ("int64", "int32")
+
+
 def _pack(actual: np.ndarray, fmt: Any) -> tuple[str, bytes]:
-    """Float64 values as the bytes of ``fmt`` when that is exact (every value and zero sign), else float64."""
+    """Float64 values as the bytes of ``fmt`` when that is exact (every value and zero sign), else float64;
+    int64/int32 indices as themselves."""
+    if str(actual.dtype) in _INDEX_DTYPES:
+        arr = np.ascontiguousarray(actual)
+        return str(arr.dtype), (arr.byteswap() if sys.byteorder == "big" else arr).tobytes()
     with np.errstate(all="ignore"):
         narrow = actual.astype(fmt.dtype)
         back = narrow.astype(np.float64)
@@ -824,11 +862,11 @@ def _pack(actual: np.ndarray, fmt: Any) -> tuple[str, bytes]:
 def _unpack(dtype: str, shape: Sequence[int], bits: bytes) -> np.ndarray:
     from ..core.formats import get_format
 
-    dt = np.dtype(get_format(dtype).dtype)
+    dt = np.dtype(dtype) if dtype in _INDEX_DTYPES else np.dtype(get_format(dtype).dtype)
     arr = np.frombuffer(bits, dtype=dt).reshape(tuple(shape))
     if sys.byteorder == "big" and dt.itemsize > 1:
         arr = arr.byteswap()
-    return arr.astype(np.float64)
+    return arr.copy() if dtype in _INDEX_DTYPES else arr.astype(np.float64)
 
 
 def _provenance(std: Any, command: str | None, backends: list, date: str | None, quick: bool, seed: int,

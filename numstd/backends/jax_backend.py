@@ -14,6 +14,7 @@ conv_transpose the same with ``lhs_dilation=stride`` and the flipped, channel-sw
 sum, mean      ``jnp.sum`` / ``jnp.mean`` (XLA upcasts 16-bit inputs to float32 internally)
 cumsum         ``jnp.cumsum(x, axis)``
 amax, amin     ``jnp.max`` / ``jnp.min`` (``axis``, ``keepdims``)
+argmax, argmin ``jnp.argmax`` / ``jnp.argmin`` (``axis``, ``keepdims``; int32 indices without x64)
 softmax        ``jax.nn.softmax``, ``jax.nn.log_softmax``
 layer_norm     two-pass in float32 (``x`` upcast when narrower): ``d = x - mean x``,
                ``d * rsqrt(mean(d²) + eps) * weight + bias``, cast to the input dtype
@@ -317,6 +318,7 @@ class JaxBackend(Backend):
             args = [None if a is None else jax.device_put(a, dev) for a in arrays]
             out = self._function(op, params)(*args)
             host = np.asarray(jax.device_get(out))
-        if host.dtype != arrays[0].dtype:  # e.g. a weak-typed scalar promotion
+        if host.dtype != arrays[0].dtype and host.dtype.kind not in "iu":  # e.g. a weak-typed scalar promotion
+            # (argmax/argmin's integer indices are kept)
             host = host.astype(arrays[0].dtype)
         return host

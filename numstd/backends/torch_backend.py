@@ -11,6 +11,7 @@ conv_transpose ``F.conv_transpose1d/2d/3d(x, W, b, stride, padding, output_paddi
 sum, mean      ``torch.sum`` / ``torch.mean`` over ``dim=axis`` (all dims for ``axis=None``)
 cumsum         ``torch.cumsum(x, dim=axis)``
 amax, amin     ``torch.amax`` / ``torch.amin`` (``dim=axis, keepdim=keepdims``)
+argmax, argmin ``torch.argmax`` / ``torch.argmin`` (``dim=axis, keepdim=keepdims``; int64 indices)
 softmax        ``F.softmax(x, dim=axis)``, ``F.log_softmax``
 layer_norm     ``F.layer_norm(x, x.shape[-1:], weight, bias, eps)``
 rms_norm       ``F.rms_norm(x, x.shape[-1:], weight, eps)``

@@ -26,7 +26,7 @@ Two predicates say where a variant is meaningful:
     answer there and must not be counted as a miss.
 
 Modules (one per op family): :mod:`.contraction` (matmul, linear), :mod:`.conv` (conv), :mod:`.reductions` (sum,
-mean, cumsum), :mod:`.extrema` (amax, amin), :mod:`.softmax` (softmax, log_softmax), :mod:`.losses` (cross_entropy),
+mean, cumsum), :mod:`.extrema` (amax, amin, argmax, argmin), :mod:`.softmax` (softmax, log_softmax), :mod:`.losses` (cross_entropy),
 :mod:`.normalization`
 (layer_norm, rms_norm), :mod:`.elementwise`, :mod:`.attention`.  Nothing is built at
 ``import numstd.corpus``: the family modules load on the first access to :data:`VARIANTS`.

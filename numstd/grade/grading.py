@@ -102,6 +102,13 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
         return name, [x], {"axis": axis, "keepdims": bool(_arg(args, kwargs, 2, "keepdim", False))}
     if name in ("amax", "amin", "max", "min"):
         return _extremum_call(name, x, args, kwargs)
+    # argmax/argmin (issue 18 item 4): torch.argmax(x, dim=None, keepdim=False); a forward returning
+    # torch.max/min(x, dim)'s (values, indices) pair is judged as op max/min (_pair_op)
+    if name in ("argmax", "argmin"):
+        dim = _arg(args, kwargs, 1, "dim")
+        if dim is not None and not isinstance(dim, int):
+            return None
+        return name, [x], {"axis": dim, "keepdims": bool(_arg(args, kwargs, 2, "keepdim", False))}
     if name == "layer_norm":
         shape = _arg(args, kwargs, 1, "normalized_shape")
         if shape is None or len(tuple(shape)) != 1:
@@ -279,6 +286,15 @@ def _extremum_call(name: str, x: Any, args: Sequence, kwargs: Mapping) -> tuple[
     else:
         axis = tuple(int(d) for d in dim) if isinstance(dim, (list, tuple)) else int(dim)
     return op, [x], {"axis": axis, "keepdims": keepdim}
+
+
+def _pair_op(call: tuple | None, r: "CaseRun") -> str | None:
+    """``"max"``/``"min"`` when the reference's forward was ``torch.max``/``min(x, dim)`` (detected as
+    amax/amin with an int axis) and returned both outputs, ``(values, indices)``; else None."""
+    fname = r.op_call[3] if r.op_call is not None else ""
+    if call is None or fname not in ("max", "min") or not isinstance(call[2].get("axis"), int) or len(r.truth) != 2:
+        return None
+    return fname
 
 
 @functools.lru_cache(maxsize=1)
@@ -911,9 +927,12 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
                            if setup.adapter.name == "torch" else
                            "none: op detection needs torch; pass op=(name, params) to add the op's standard")
             continue
-        if op_failed or r.candidate is None or r.mutated or r.cached or len(r.candidate) != 1:
+        pair = _pair_op(call, r)
+        if op_failed or r.candidate is None or r.mutated or r.cached or len(r.candidate) != (2 if pair else 1):
             continue
         name, inputs, oparams, how = call
+        if pair:  # torch.max/min(x, dim) returned as (values, indices): values as amax, indices as argmax
+            name = pair
         try:
             # the op standard for the module's own output format (bf16/fp16 inputs may have only an
             # autocast standard with an fp32 output: not the one for this module)
@@ -921,16 +940,18 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
             selectors = {k: v for k, v in oparams.items() if k in selector_params(name)}
             key = (name, tuple(floats[:1]), repr(sorted(selectors.items())))
             if key not in op_found:  # (the same lookup for every case of one op: done once)
-                find_standard(name, inputs=floats[:1], output=std.output.name, **selectors)  # StandardNotFound
+                # (a pair: the values' standard, e.g. amax's for op max)
+                find_standard(call[0] if pair else name, inputs=floats[:1], output=std.output.name,
+                              **selectors)  # StandardNotFound
                 op_found.add(key)
-            ov = check(r.candidate[0], op=name, inputs=inputs, **oparams)
+            ov = check(tuple(r.candidate) if pair else r.candidate[0], op=name, inputs=inputs, **oparams)
         except NumstdError as exc:
             op_failed, op_note = True, f"{name} not judged by an op standard: {exc}"
             continue
         op_used = (name, dict(oparams))
         op_note = f"{name} ({how}); judged by {ov.standard_id} too"
         ov = replace(ov, params=dict(ov.params, **params))
-        if proto.diagnose and not ov.passed:
+        if proto.diagnose and not ov.passed and not pair:
             ov = replace(ov, diagnosis=_diagnose_op(r.candidate[0], r.truth[0], ov, name, inputs, oparams))
         cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "op", ov))
     if progress is not None:  # (the second shape set may have been skipped: the bar ends here either way)

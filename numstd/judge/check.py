@@ -51,8 +51,10 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     Parameters
     ----------
-    actual : array-like (numpy/ml_dtypes, torch, jax)
-        The kernel's output.
+    actual : array-like (numpy/ml_dtypes, torch, jax), or a tuple of them
+        The kernel's output; for an op with several outputs (``max``/``min`` with an ``axis``:
+        ``(values, indices)`` as ``torch.max(x, dim)`` returns) a tuple, each judged by its own
+        standard (:mod:`numstd.judge.multi`; ``standard`` is then one standard per output or None).
     op : str
         Op name from the catalog (``numstd.ops.OPS``).
     inputs : sequence of arrays
@@ -81,6 +83,13 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     -------
     Verdict
     """
+    from ..ops.reduction import MULTI_OUTPUT
+
+    if isinstance(op, str) and op.lower() in MULTI_OUTPUT:  # several outputs (max/min with an axis): numstd.judge.multi
+        from .multi import check_multi
+
+        return check_multi(actual, op=op.lower(), inputs=inputs, standard=standard, accumulate=accumulate, policy=policy,
+                           chunk_size=chunk_size, **params)
     from ..core.formats import format_of
     from ..ops.catalog import output_shape, validate
     from ..reference import validated_reference
@@ -109,6 +118,12 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
 
     # the output: anything goes; what is wrong with it is a failing verdict, never an exception
     act, act_fmt, act_problem = _as_output(actual)
+    gathered = None
+    if spec.index_of and act_problem is None:  # argmax/argmin: judge x at the indices (numstd.judge.indices)
+        from .indices import gather
+
+        gathered = gather(op, act, arrays[0], full, shape)
+        act_fmt = in_fmts[0]  # (the values' format selects the standard; the index dtype is reported)
     if standard is not None:
         std = get_standard(standard)
         if std.op != op:
@@ -127,6 +142,10 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
             return _early_fail(std, op, shape, act_fmt, _recorded(spec, full, selectors),
                                f"{what}: no standard covers it for inputs {in_fmts}; covered: {listing}", "dtype")
     record = _recorded(spec, full, selectors)
+    if gathered is not None:
+        if gathered.problem is not None:
+            return _early_fail(std, op, shape, gathered.dtype, record, gathered.problem, gathered.criterion)
+        act = gathered.values
     if act_problem is not None or act.shape != shape:
         problem = act_problem or f"output shape {act.shape} is not the expected {shape}"
         return _early_fail(std, op, shape, act_fmt, record, problem, "dtype" if act_problem else "shape")
@@ -182,6 +201,12 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
                                         f"{std.criteria.tail_n:,})") if c.name == "bound" else c for c in criteria]
     if zeros_pass is not None:
         criteria.append(_discriminating(*zeros_pass))
+    if gathered is not None:  # the index's dtype, and the tie rule
+        from .indices import index_dtype_criterion, ties_criterion
+
+        criteria = [index_dtype_criterion(gathered.dtype, act_fmt) if c.name == "dtype" else c for c in criteria]
+        criteria.append(ties_criterion(op, gathered, arrays[0], full))
+        act_fmt = gathered.dtype
     passed = all(c.passed for c in criteria)
     return Verdict(
         passed=passed, standard_id=std.key, standard_sha256=std.sha256, op=op, shape=shape,

@@ -92,6 +92,11 @@ class Verdict:
         likely first (:func:`numstd.judge.diagnosis.diagnose`); empty for passing verdicts and where no
         diagnosis was made.  Written to JSON only when non-empty (an additive field of
         ``numstd.verdict/1``: passing verdicts' JSON is unchanged).
+    outputs : tuple of (str, Verdict)
+        Ops with several outputs (``max``/``min`` with an ``axis``: values and indices,
+        :mod:`numstd.judge.multi`): each output's name and its own verdict, in output order.  Empty
+        for single-output ops, and then not written to JSON (an additive field of
+        ``numstd.verdict/1``: single-output verdicts' JSON is unchanged; docs/verdict-schema.md).
     """
 
     passed: bool
@@ -111,6 +116,7 @@ class Verdict:
     schema: str = SCHEMA
     numstd_version: str = field(default="")
     diagnosis: tuple = ()
+    outputs: tuple = ()
 
     def __bool__(self) -> bool:
         return self.passed
@@ -156,6 +162,7 @@ class Verdict:
             "normalized_max": _num(self.normalized_max), "worst": [w.to_dict() for w in self.worst],
             "n_elements": self.n_elements, "n_nonfinite": self.n_nonfinite, "message": self.message,
             **({"diagnosis": [d.to_dict() for d in self.diagnosis]} if self.diagnosis and not self.passed else {}),
+            **({"outputs": [{"name": n, "verdict": v.to_dict()} for n, v in self.outputs]} if self.outputs else {}),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -176,6 +183,7 @@ class Verdict:
             worst=tuple(Offender.from_dict(w) for w in d["worst"]), n_elements=int(d["n_elements"]),
             n_nonfinite=int(d["n_nonfinite"]), message=d["message"], schema=d["schema"],
             numstd_version=d.get("numstd_version", ""), diagnosis=_diagnosis(d.get("diagnosis", ())),
+            outputs=tuple((o["name"], cls.from_dict(o["verdict"])) for o in d.get("outputs", ())),
         )
 
     @classmethod
@@ -200,6 +208,8 @@ class Verdict:
         flat["worst"] = [{k: (_unnum(v) if k != "index" else v) for k, v in w.items()} for w in d["worst"]]
         flat["formats_json"] = json.dumps(d["formats"])
         flat["params_json"] = json.dumps(d["params"])
+        if "outputs" in d:  # (several outputs: their verdicts as JSON, a column only such verdicts have)
+            flat["outputs_json"] = json.dumps(d["outputs"])
         schema = pa.schema([
             ("schema", pa.string()), ("numstd_version", pa.string()), ("passed", pa.bool_()),
             ("standard_id", pa.string()), ("standard_sha256", pa.string()), ("op", pa.string()),
@@ -216,7 +226,7 @@ class Verdict:
                                           ("reference", pa.float64()), ("ulp_error", pa.float64()),
                                           ("normalized", pa.float64()), ("bound", pa.float64())]))),
             ("formats_json", pa.string()), ("params_json", pa.string()),
-        ])
+        ] + ([("outputs_json", pa.string())] if "outputs" in d else []))
         return pa.Table.from_pylist([flat], schema=schema)
 
     @classmethod
@@ -231,6 +241,8 @@ class Verdict:
         d["worst"] = r["worst"]
         d["formats"] = json.loads(r["formats_json"])
         d["params"] = json.loads(r["params_json"])
+        if r.get("outputs_json"):
+            d["outputs"] = json.loads(r["outputs_json"])
         return cls.from_dict(d)
 
 

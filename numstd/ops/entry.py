@@ -145,6 +145,10 @@ class OpInfo:
         optional input: given) to the registry as a selector too, so only a standard whose
         ``selector`` names it judges that variant; standards published before the variant existed
         keep their meaning.
+    index_of : str
+        Ops whose output is an index (argmax, argmin): the op whose value the index must point to
+        (``"amax"``).  ``check`` judges ``x`` at the returned indices as that op's output, against the
+        standard's ``output`` format (the input's), plus the tie rule (:mod:`numstd.judge.indices`).
     """
 
     name: str
@@ -168,6 +172,7 @@ class OpInfo:
     constants: Mapping[str, Callable[[Mapping[str, Any]], float] | None] = field(default_factory=dict)
     spill: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray] | None = None
     variant_params: tuple[str, ...] = ()
+    index_of: str = ""
 
     @property
     def n_required(self) -> int:

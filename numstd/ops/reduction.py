@@ -1,4 +1,5 @@
-"""Reductions and scans: ``sum``, ``mean``, ``cumsum`` and the exact extrema ``amax``, ``amin``.
+"""Reductions and scans: ``sum``, ``mean``, ``cumsum``, the exact extrema ``amax``, ``amin`` and
+their indices ``argmax``, ``argmin``.
 
 ``cumsum`` has three variants (issue 18 item 5): ``reverse=True`` (suffix sums), ``exclusive=True``
 (``x[i]`` itself left out, ``y[0] = 0``) and an optional boolean ``mask`` input (the scan of
@@ -18,6 +19,12 @@ not judge the sign of a zero result (no ``signed_zero`` criterion): torch CPU re
 tied zeros, numpy.max the last, jax.numpy.max ``+0``, and torch documents no order, so
 ``max(-0, +0)`` may be either zero.  A reduced slice with no elements is a ShapeError (the maximum
 of nothing is undefined; numpy and torch raise too).
+
+``argmax``/``argmin`` (numpy.argmax, torch.argmax) return integer indices (int64, or int32 as
+jax.numpy returns them: :data:`INDEX_DTYPES`); ``check`` judges ``x`` at the indices as the
+amax/amin output and the tie rule ``ties`` (:data:`TIES`; :mod:`numstd.judge.indices`).  ``max``/``min``
+with an int ``axis`` are ops with two outputs, ``(values, indices)`` like ``torch.max(x, dim)``
+(:data:`MULTI_OUTPUT`; :mod:`numstd.judge.multi`).  docs/methodology.md, "Index outputs".
 """
 
 from __future__ import annotations
@@ -31,11 +38,29 @@ from ..core.errors import ParameterError, ShapeError
 from ._shapes import at_least_1d
 from .entry import Call, OpInfo, entry
 
-__all__ = ["ENTRIES"]
+__all__ = ["ENTRIES", "MULTI_OUTPUT", "INDEX_DTYPES", "TIES"]
+
+#: index dtypes an argmax/argmin output may have: int64 (torch, numpy's intp on 64-bit machines) and
+#: int32 (jax.numpy.argmax without ``jax_enable_x64``); anything else is a failing ``dtype`` criterion
+INDEX_DTYPES: tuple[str, ...] = ("int64", "int32")
+
+#: argmax/argmin tie rules: ``"first"`` (the default: torch, numpy and jax return the first index of
+#: the extremum, NaN counting as the extremum) or ``"any"`` (any index of an extremal value passes;
+#: the verdict still counts the indices that are not the first)
+TIES: tuple[str, ...] = ("first", "any")
+
+#: ops with several outputs (``check`` takes a tuple): op -> ((output name, the op that judges it), ...).
+#: ``max``/``min`` with an int ``axis`` are ``torch.max(x, dim)``/``torch.min(x, dim)``: (values, indices);
+#: the values are judged as amax/amin, the indices as argmax/argmin, and each index must point to the
+#: returned value (numstd.judge.multi).
+MULTI_OUTPUT: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "max": (("values", "amax"), ("indices", "argmax")),
+    "min": (("values", "amin"), ("indices", "argmin")),
+}
 
 
 #: reductions that need at least one element per reduced slice (what they are "of nothing")
-_NONEMPTY = {"mean": "mean", "amax": "maximum", "amin": "minimum"}
+_NONEMPTY = {"mean": "mean", "amax": "maximum", "amin": "minimum", "argmax": "maximum", "argmin": "minimum"}
 
 
 def _reduced_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
@@ -62,6 +87,37 @@ def _extremum(name: str, np_name: str, what: str) -> OpInfo:
         calls={"torch": Call(f"torch.{name}", {"dim": "axis", "keepdim": "keepdims"}),
                "jax": Call(f"jax.numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"}),
                "numpy": Call(f"numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"})})
+
+
+def _index_axis(op: str, value: Any) -> Any:
+    """argmax/argmin: ``axis`` is None (the flattened input, as numpy and torch) or one int."""
+    if isinstance(value, tuple):
+        raise ParameterError(f"{op}: axis must be an int or None (the flattened input), got {value!r}; numpy.{op} and "
+                             f"torch.{op} reduce one axis")
+    return value
+
+
+def _ties(op: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in TIES:
+        raise ParameterError(f"{op}: ties={value!r} is not allowed; use 'first' (torch's first-index rule, the default) "
+                             "or 'any' (any index of an extremal value)")
+    return value
+
+
+def _arg_extremum(name: str, np_name: str, what: str) -> OpInfo:
+    """The entry of ``argmax`` or ``argmin`` (index outputs; docs/methodology.md, argmax/argmin)."""
+    return entry(name, "reduction", ("x",), 0, {"axis": None, "keepdims": False, "ties": "first"}, (
+        f"i = {name}(x) over axis (numpy.{name}, torch.{name}): the index along axis (axis None: into the "
+        f"flattened x) of the {what}, an int64 or int32 array of the reduced shape (keepdims as numpy). Ties: the "
+        f"first index of the {what} (ties='first', as torch, numpy and jax return it); ties='any' accepts any "
+        f"index of an element equal to it. NaN counts as the {what} (the first NaN's index). -0 and +0 are equal. "
+        f"Judged: x at the returned index must be the exact {what} (bit-exact, as a{name[3:]}), and the tie rule."
+    ),
+        shape=_reduced_shape, reference="exact:extremum", corpus="extrema",
+        param_checks={"axis": _index_axis, "ties": _ties}, index_of="a" + name[3:],
+        calls={"torch": Call(f"torch.{name}", {"dim": "axis", "keepdim": "keepdims"}),
+               "jax": Call(f"jax.numpy.{name}", {"axis": "axis", "keepdims": "keepdims"}),
+               "numpy": Call(f"numpy.{name}", {"axis": "axis", "keepdims": "keepdims"})})
 
 
 def _VARIANT_ARGS(axis_name: str) -> dict:
@@ -101,6 +157,8 @@ ENTRIES: tuple[OpInfo, ...] = (
           shape=_reduced_shape, reference="reduction:mean", corpus="reductions", terms=("abssum", "K")),
     _extremum("amax", "max", "the maximum"),
     _extremum("amin", "min", "the minimum"),
+    _arg_extremum("argmax", "max", "maximum"),
+    _arg_extremum("argmin", "min", "minimum"),
     entry("cumsum", "scan", ("x", "mask"), 1, {"axis": -1, "reverse": False, "exclusive": False}, (
         'inclusive prefix sums along axis: y[..., i] = sum_{j <= i} x[..., j]. Unlike numpy '
         '(which flattens when axis is None) the default is the last axis, as in torch.cumsum '

@@ -21,8 +21,8 @@ module              ops
 ``elementwise``     exp, log, tanh, sigmoid, erf, gelu, silu, relu, rsqrt, sqrt
 ``attention``       attention
 ``loss``            cross_entropy, mse_loss, huber_loss, smooth_l1_loss, kl_div, nll_loss, hinge_embedding_loss
-``exact``           hardtanh, clamp, amax, amin (bound 0)
 ``similarity``      normalize, cosine_similarity, cosine_embedding_loss, triplet_margin_loss
+``exact``           hardtanh, clamp, amax, amin, argmax, argmin (bound 0)
 ==================  =================================================================
 
 Conventions shared by all bounds:

@@ -18,6 +18,11 @@ NaN (``numpy.max``; torch.amax and jax.numpy.max do the same).  Zeros follow IEE
 ``+0`` when the slice holds a ``+0``, else ``-0`` (the minimum: ``-0`` when it holds a ``-0``).
 The standards do not judge that sign (no ``signed_zero`` criterion; numstd.ops.reduction says
 why).  aux: none (the model is ``0 * absref``).
+
+``argmax``/``argmin`` have the reference of ``amax``/``amin`` (``check`` judges ``x`` at the returned
+indices against it, :mod:`numstd.judge.indices`), and :func:`first_index`, the index torch, numpy
+and jax return: the first position along the axis whose value equals the extremum (``==``, so
+``-0`` and ``+0`` are equal), or the first NaN of a slice holding one.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 from ..core.formats import format_of, round_to
 from ..ops import get_op
 
-__all__ = ["exact", "extremum", "rounded_limits"]
+__all__ = ["exact", "extremum", "first_index", "rounded_limits"]
 
 _LIMITS = ("min", "max", "min_val", "max_val")
 
@@ -53,7 +58,7 @@ def extremum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     """Reference of ``amax``/``amin``: ``(values, 0, {})``, exact (module docstring)."""
     x = np.asarray(arrays[0], dtype=np.float64)
     axis, keepdims = params["axis"], params["keepdims"]
-    is_max = op == "amax"
+    is_max = op in ("amax", "argmax")
     v = (np.max if is_max else np.min)(x, axis=axis, keepdims=keepdims)  # NaN propagates
     v = np.asarray(v, dtype=np.float64)
     zero = v == 0
@@ -62,3 +67,24 @@ def extremum(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         has = np.any(wanted, axis=axis, keepdims=keepdims)
         v = np.where(zero, np.where(has == is_max, 0.0, -0.0), v)
     return v, np.zeros(v.shape), {}
+
+
+def first_index(op: str, x: np.ndarray, axis: int | None, keepdims: bool) -> np.ndarray:
+    """The first index of the extremum of ``x`` along ``axis`` (None: of the flattened ``x``), int64.
+
+    ``op`` is ``argmax`` or ``argmin``.  The extremum is the value :func:`extremum` gives (NaN when the
+    slice holds a NaN); the index is the first position whose value compares equal to it (NaN: the
+    first NaN), which is numpy's, torch's and jax's documented rule.  ``keepdims`` keeps the reduced
+    axis (all axes when ``axis`` is None) with length 1.
+    """
+    with np.errstate(invalid="ignore"):  # (bfloat16 NaN patterns widen with a warning)
+        x = np.asarray(x, dtype=np.float64)
+    flat = x.reshape(-1) if axis is None else x
+    ax = 0 if axis is None else axis
+    with np.errstate(invalid="ignore"):
+        m = (np.max if op == "argmax" else np.min)(flat, axis=ax, keepdims=True)  # NaN propagates
+        hit = (flat == m) | (np.isnan(flat) & np.isnan(m))
+    idx = np.argmax(hit, axis=ax).astype(np.int64)  # (the first True)
+    if axis is None:
+        return idx.reshape((1,) * x.ndim) if keepdims else idx.reshape(())
+    return np.expand_dims(idx, axis) if keepdims else idx
