@@ -207,7 +207,8 @@ def ulp_distance(a: Any, b: Any, fmt: Any) -> np.ndarray:
     values differ by 1, ``+0`` and ``-0`` both map to 0, and ``±inf`` sit next to
     ``±max_finite``.  ``ulp_distance(a, b) = ord(a) - ord(b)`` — signed like ``a - b``, and
     ``ulp_distance(a, b) = -ulp_distance(b, a)``.  tf32 uses the float32 pattern shifted right by
-    13 bits (its 19 logical bits).
+    13 bits (its 19 logical bits); the sub-byte formats (fp6, fp4) the low 6 or 4 bits of their
+    byte; float8_e8m0fnu (unsigned) its pattern itself.
 
     Inputs that are not already arrays of ``fmt``'s dtype are first rounded into ``fmt`` with
     :func:`numstd.formats.round_to` (RNE, non-saturating: values beyond the range become ±inf, or
@@ -234,6 +235,8 @@ def ulp_distance(a: Any, b: Any, fmt: Any) -> np.ndarray:
 
     def ordered(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b = bits.astype(np.uint64) >> np.uint64(shift)
+        if not f.signed:  # E8M0: every bit is exponent; the pattern is the order
+            return np.zeros(b.shape, bool), b, b > np.uint64(not_nan)
         sign = (b >> sign_shift).astype(bool)
         mag = b & mag_mask
         nan = mag > np.uint64(not_nan)
