@@ -342,8 +342,15 @@ def round_to(
     saturate: bool = False,
     seed: int | None = None,
     rng: np.random.Generator | None = None,
+    scales: Any = None,
+    tensor_scale: Any = None,
 ) -> np.ndarray:
     """Round real values into the format ``fmt``.
+
+    ``fmt`` may also name a block-scaled format (``"mxfp8_e4m3"``, ``"mxfp4"``, ``"nvfp4"``,
+    ``"fp8_e4m3_block128"``, ...; :mod:`numstd.core.scaled`): the result is then the exact values
+    ``q * S`` as float64, with the scales ``S`` computed by the format's rule or given as
+    ``scales=`` (and NVFP4's ``tensor_scale=``); only ``mode="rne"`` (elements saturate).
 
     ``x`` is first converted to float64 without loss (float64 input is rounded *directly*: there
     is no intermediate rounding through float32).  For finite ``x`` with
@@ -404,6 +411,14 @@ def round_to(
     DtypeError
         ``x`` is not real numbers, or holds integers/long doubles that float64 cannot hold exactly.
     """
+    from .scaled import is_scaled, scaled_round
+
+    if is_scaled(fmt):
+        if mode != "rne":
+            raise FormatError(f"{fmt}: block-scaled formats round their elements to nearest even only (mode='rne')")
+        return scaled_round(x, fmt, scales=scales, tensor_scale=tensor_scale)
+    if scales is not None or tensor_scale is not None:
+        raise FormatError(f"scales= is for block-scaled formats; {fmt!r} is not one (see numstd.core.scaled)")
     f = get_format(fmt)
     if mode not in ROUNDING_MODES:
         raise FormatError(f"unknown rounding mode {mode!r}; use one of {', '.join(ROUNDING_MODES)}")

@@ -62,7 +62,7 @@ __all__ = [
 #: the modules of :mod:`numstd.ops` that hold the entries, one per op family
 FAMILIES: tuple[str, ...] = (
     "contraction", "conv", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
-    "pooling", "module",
+    "pooling", "module", "cast",
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature
