@@ -205,27 +205,24 @@ def _jax_applies(out: Format, fmts: Any, params: Mapping[str, Any]) -> bool:
 
 
 @_register("jax-cpu", "library", True,
-           "jax on CPU (XLA): MX exponents by jnp.frexp of the block amax (NaN propagated by an explicit isnan: XLA "
-           "CPU's max reduce drops NaN), elements (x / X) clipped and cast by "
-           "astype(jnp.float8_e4m3fn / float8_e5m2 / float4_e2m1fn), times X; only where jax is installed (XLA CPU "
-           "cannot convert to the FP6 types)", _jax_applies)
+           "jax on CPU (XLA): the element conversion by astype(jnp.float8_e4m3fn / float8_e5m2 / float4_e2m1fn) of "
+           "x / X clipped to the element's range (the MX exponent by frexp of the block amax, NaN propagated); only "
+           "where jax is installed (XLA CPU cannot convert to the FP6 types)", _jax_applies)
 def _jax(x, f):
     import jax
     import jax.numpy as jnp
 
     b, dims = _blocks_f32(x, f)
-    with jax.default_device(jax.devices("cpu")[0]):
-        t = jnp.asarray(b)
-        amax = jnp.max(jnp.abs(t), axis=(2, 4), keepdims=True)
-        # NaN propagated explicitly: XLA CPU's vectorised max reduce drops NaN (known defect xla-cpu-reduce-max-nan)
-        amax = jnp.where(jnp.any(jnp.isnan(t), axis=(2, 4), keepdims=True), jnp.nan, amax)
-        _, e = jnp.frexp(jnp.where(amax > 0, amax, jnp.float32(2.0**-126)))
-        X = jnp.ldexp(jnp.ones_like(amax), jnp.maximum(e - 1 - f.element.emax, -127))
-        X = jnp.where(jnp.isfinite(amax), X, jnp.nan)
-        m = jnp.float32(f.element.max_finite)
-        q = jnp.clip(jnp.nan_to_num(t / X, nan=0.0), -m, m).astype(getattr(jnp, f.element.name)).astype(jnp.float32)
-        y = jnp.where(jnp.isfinite(X), q * X, jnp.nan)
-    return f64(_unblock(np.asarray(y), dims, x.shape))
+    amax = np.abs(b).max(axis=(2, 4), keepdims=True)
+    _, e = np.frexp(np.where(amax > 0, amax, np.float32(2.0**-126)))
+    X = np.where(np.isfinite(amax), np.ldexp(np.float32(1.0), np.maximum(e - 1 - f.element.emax, -127)), np.nan)
+    m = np.float32(f.element.max_finite)
+    with np.errstate(all="ignore"):
+        t = np.clip(np.nan_to_num((b / X).astype(np.float32), nan=0.0), -m, m)
+    with jax.default_device(jax.devices("cpu")[0]):  # XLA's convert (one op: no per-shape compile of a graph)
+        q = np.asarray(jnp.asarray(t).astype(getattr(jnp, f.element.name)).astype(jnp.float32))
+    y = np.where(np.isfinite(X), q.astype(np.float64) * X, np.nan)
+    return f64(_unblock(y, dims, x.shape))
 
 
 # ---------------------------------------------------------------------------------------------
