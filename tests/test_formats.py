@@ -14,6 +14,7 @@ Independent truths used here:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import ml_dtypes
 import numpy as np
@@ -25,8 +26,10 @@ from numstd.errors import DtypeError, FormatError
 from numstd.formats import FORMATS, Format, format_of, get_format, round_to
 
 NAMES = tuple(FORMATS)
-ML_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+MX_NAMES = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float8_e8m0fnu")  # OCP MX v1.0
+ML_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz") + MX_NAMES
 SMALL = ("float16",) + ML_NAMES  # formats small enough to enumerate
+SIGNED_SMALL = tuple(n for n in SMALL if n != "float8_e8m0fnu")  # tables of |x| (E8M0 has no sign, no 0)
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -35,7 +38,8 @@ def all_values(name: str) -> np.ndarray:
     """Every bit pattern of an 8/16-bit format as float64 (NaNs included)."""
     f = FORMATS[name]
     with np.errstate(invalid="ignore"):
-        return np.arange(2**f.bits, dtype=np.uint64).astype(UINT[f.bits]).view(f.dtype).astype(np.float64)
+        codes = np.arange(2**f.bits, dtype=np.uint64).astype(UINT[8 * f.dtype.itemsize])
+        return codes.view(f.dtype).astype(np.float64)  # fp6/fp4: the low 6/4 bits of a byte
 
 
 def finite_sorted(name: str) -> np.ndarray:
@@ -73,6 +77,11 @@ def rne_truth(x64: np.ndarray, name: str) -> np.ndarray:
         if name == "tf32":
             return tf32_by_bits(f32_round_to_odd(x64))
         return f32_round_to_odd(x64).astype(f.dtype)
+
+
+def finite_for(x: np.ndarray, name: str) -> np.ndarray:
+    """``x`` without NaNs where the target has no NaN encoding (OCP MX FP6/FP4: round_to raises)."""
+    return x if FORMATS[name].has_nan else x[~np.isnan(x)]
 
 
 def assert_same(actual: np.ndarray, expected: np.ndarray, x: np.ndarray) -> None:
@@ -132,7 +141,7 @@ def test_constants_match_finfo(name: str) -> None:
     assert f.smallest_subnormal == float(fi.smallest_subnormal)
     assert f.eps == float(fi.eps)
     assert f.u == float(fi.eps) / 2
-    assert f.bits == fi.bits == 8 * f.dtype.itemsize
+    assert f.bits == fi.bits <= 8 * f.dtype.itemsize
     assert f.dtype.name == f.numpy_dtype == name
     with np.errstate(over="ignore", invalid="ignore"):
         specials = np.array([np.inf, np.nan, -0.0]).astype(f.dtype).astype(np.float64)
@@ -172,7 +181,7 @@ def test_formats_mapping_is_read_only_and_formats_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         FORMATS["float32"].p = 3  # type: ignore[misc]
     assert NAMES == ("float64", "float32", "tf32", "float16", "bfloat16", "float8_e4m3fn",
-                     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+                     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz") + MX_NAMES
 
 
 # ------------------------------------------------------------------------------------- lookup
@@ -262,13 +271,14 @@ def test_rne_exhaustive_sweep_all_targets(source: str) -> None:
     """Every value of ``source``, all midpoints and midpoints +- tiny offsets, into every format."""
     x = sweep_inputs(source)
     for target in NAMES:
-        assert_same(round_to(x, target), rne_truth(x, target), x)
+        xt = finite_for(x, target)
+        assert_same(round_to(xt, target), rne_truth(xt, target), xt)
 
 
 @pytest.mark.parametrize("target", NAMES)
 def test_rne_random_float64_every_binade(target: str) -> None:
     rng = np.random.default_rng(20240 + NAMES.index(target))
-    x = wide_samples(rng, 1 << 20, FORMATS[target])
+    x = finite_for(wide_samples(rng, 1 << 20, FORMATS[target]), target)
     assert_same(round_to(x, target), rne_truth(x, target), x)
 
 
@@ -277,7 +287,7 @@ def test_rne_random_float32_every_binade(target: str) -> None:
     rng = np.random.default_rng(777 + NAMES.index(target))
     f = FORMATS[target]
     with np.errstate(over="ignore"):
-        x = wide_samples(rng, 1 << 20, f).astype(np.float32)
+        x = finite_for(wide_samples(rng, 1 << 20, f), target).astype(np.float32)
     with np.errstate(over="ignore"):
         expected = tf32_by_bits(x) if target == "tf32" else x.astype(f.dtype)  # direct from float32
     assert_same(round_to(x, target), expected, x)
@@ -292,6 +302,81 @@ def test_rne_overflow_threshold_by_hand() -> None:
     assert r[0] == 240.0 and np.isnan(r[1])
     # float16: 65519.99 -> 65504, 65520 (tie with 65536) -> inf.
     assert round_to([65519.99, 65520.0, -65520.0], "fp16").tolist() == [65504.0, np.inf, -np.inf]
+
+
+# ------------------------------------------------------------------- OCP MX element and scale types
+def fraction_values(name: str) -> list:
+    """Every non-negative value of an MX type from its definition (OCP MX v1.0 §5.3, §5.4.1), as Fractions.
+
+    Independent of ml_dtypes and of numstd's table: exponent bits ``E``, mantissa bits ``M``, bias;
+    normal ``2**(e - bias) * (1 + m / 2**M)``, subnormal (``e = 0``) ``2**(1 - bias) * m / 2**M``;
+    E8M0: ``2**(e - 127)`` for ``e = 0 .. 254``.  Returned with each value's code (for ties to even).
+    """
+    from fractions import Fraction
+
+    if name == "float8_e8m0fnu":
+        return [(Fraction(2) ** (e - 127), e) for e in range(255)]
+    ebits, mbits, bias = {"float6_e2m3fn": (2, 3, 1), "float6_e3m2fn": (3, 2, 3), "float4_e2m1fn": (2, 1, 1)}[name]
+    out = []
+    for e in range(2**ebits):
+        for m in range(2**mbits):
+            frac = Fraction(m, 2**mbits)
+            v = Fraction(2) ** (1 - bias) * frac if e == 0 else Fraction(2) ** (e - bias) * (1 + frac)
+            out.append((v, (e << mbits) | m))
+    return out
+
+
+def fraction_rne(x: float, name: str) -> float:
+    """Nearest value to ``x`` (ties: the even code), saturating at the largest; E8M0: ``x > 0`` only.
+
+    E8M0 has no mantissa bit, so a tie ``1.5 * 2**k`` is between the significands 1 (odd) and 2
+    (even, in binade k): IEEE 754's tie-to-even with p = 1 takes the larger power of two.
+    """
+    from fractions import Fraction
+
+    vals = fraction_values(name)
+    a = Fraction(abs(x))
+    tie = (lambda vc: -vc[0]) if name == "float8_e8m0fnu" else (lambda vc: vc[1] & 1)
+    best = min(vals, key=lambda vc: (abs(vc[0] - a), tie(vc)))
+    return math.copysign(float(best[0]), x)
+
+
+@pytest.mark.parametrize("name", MX_NAMES)
+def test_mx_types_against_fractions(name: str) -> None:
+    # Every value, every midpoint and the points just around it, by an exact Fraction reference.
+    vals = sorted(float(v) for v, _ in fraction_values(name))
+    f = FORMATS[name]
+    assert vals[-1] == f.max_finite and len(set(vals)) == len(vals)
+    assert np.array_equal(finite_sorted(name)[finite_sorted(name) >= 0], np.array(vals))
+    mids = [(a + b) / 2 for a, b in zip(vals, vals[1:])]
+    pts = vals + mids + [np.nextafter(m, 0) for m in mids] + [np.nextafter(m, np.inf) for m in mids]
+    pts += [f.max_finite * 1.25, f.max_finite * 4, 1e30]  # beyond the top: saturate (FP6/FP4) or NaN (E8M0)
+    signs = (1.0,) if name == "float8_e8m0fnu" else (1.0, -1.0)
+    x = np.array([s * p for s in signs for p in pts])
+    got = round_to(x, name).astype(np.float64)
+    if name == "float8_e8m0fnu":
+        top = x >= 1.5 * 2.0**127  # the tie 1.5 * 2**127 rounds to 2**128: no encoding, NaN
+        assert np.isnan(got[top]).all()
+        x, got = x[~top], got[~top]
+    want = np.array([fraction_rne(v, name) for v in x])
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_mx_types_hand_cases() -> None:
+    # E2M1 {0, .5, 1, 1.5, 2, 3, 4, 6}: ties 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 2.5 -> 2, 3.5 -> 4, 5 -> 4.
+    r = round_to([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 5.01, 6.5, 1e9, np.inf, -np.inf, -0.2], "e2m1")
+    assert r.astype(np.float64).tolist() == [0, 1, 1, 2, 2, 4, 4, 6, 6, 6, 6, -6, -0.0]
+    assert round_to([7.75, 7.76, 100.0], "e2m3").astype(np.float64).tolist() == [7.5, 7.5, 7.5]
+    assert round_to([30.0, 26.0, 0.03125, 0.03126], "e3m2").astype(np.float64).tolist() == [28, 24, 0, 0.0625]
+    with pytest.raises(FormatError, match="NaN"):
+        round_to([1.0, np.nan], "e2m1")
+    # E8M0: 2**(code - 127); 3 = 1.5 * 2 is a tie -> 4 (mantissa 2 even); below 2**-127 -> 2**-127.
+    r = round_to([1.0, 1.4, 1.5, 3.0, 2.0**-127, 2.0**-140, 0.0, -0.0, -2.0, np.nan, 2.0**127, 1.5 * 2.0**127],
+                 "e8m0").astype(np.float64)
+    assert r[:6].tolist() == [1, 1, 2, 4, 2.0**-127, 2.0**-127] and r[10] == 2.0**127
+    assert np.isnan(r[[6, 7, 8, 9, 11]]).all()
+    codes = round_to([2.0**-127, 1.0, 2.0**127], "e8m0").view(np.uint8)
+    assert codes.tolist() == [0, 127, 254]
 
 
 # ------------------------------------------------------------------------------------- tf32
@@ -326,7 +411,7 @@ def table_floor_ceil(x: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize("name", SIGNED_SMALL)
 def test_rtz_is_the_table_floor_of_the_magnitude(name: str) -> None:
     f = FORMATS[name]
     rng = np.random.default_rng(11)
@@ -382,7 +467,7 @@ def test_stochastic_is_unbiased(name: str, x: float) -> None:
     assert abs(r.mean() - x) < 5 * stderr
 
 
-@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize("name", SIGNED_SMALL)
 def test_stochastic_result_is_a_neighbour(name: str) -> None:
     f = FORMATS[name]
     rng = np.random.default_rng(3)
@@ -449,8 +534,20 @@ def test_saturation_fp8_by_hand() -> None:
 def test_specials_in_every_mode(name: str, mode: str) -> None:
     f = FORMATS[name]
     x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, -f.smallest_subnormal * 2.0**-60])
+    if not f.has_nan:  # OCP MX FP6/FP4: no NaN to round into; infinities saturate
+        with pytest.raises(FormatError, match="NaN"):
+            round_to(x, name, mode, seed=0)
+        r = round_to(x[1:], name, mode, seed=0).astype(np.float64)
+        assert r[:2].tolist() == [f.max_finite, -f.max_finite] and (r[2:] == 0).all()
+        assert np.signbit(r[[2, 3, 4]]).tolist() == [True, False, True]
+        return
     r = round_to(x, name, mode, seed=0).astype(np.float64)
     assert np.isnan(r[0])
+    if not f.has_zero:  # E8M0: no zero and no sign, so zeros and negatives are NaN
+        assert np.isnan(r[1:]).all()  # +inf too: E8M0 has no infinity
+        rs = round_to(x, name, mode, saturate=True, seed=0).astype(np.float64)
+        assert rs[1] == f.max_finite and np.isnan(rs[[0, 2, 3, 4, 5]]).all()
+        return
     if f.has_inf:
         assert r[1] == np.inf and r[2] == -np.inf
     else:

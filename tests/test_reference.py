@@ -1178,6 +1178,7 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
         "kl_div": ([x, np.abs(x) / np.abs(x).sum()], {"reduction": "batchmean"}),
         "nll_loss": ([x, np.array([0, -100, 3])], {}),
         "hinge_embedding_loss": ([x, np.sign(x - 0.1)], {"margin": 0.5}),
+        "cast": ([x], {"to": "mxfp4"}),
     }
     from numstd.ops import OPS
 

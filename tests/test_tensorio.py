@@ -20,7 +20,7 @@ from numstd.formats import FORMATS
 
 pytest.importorskip("safetensors")
 
-SMALL = [f.name for f in FORMATS.values() if f.bits <= 16]  # float16, bfloat16 and the four fp8
+SMALL = [f.name for f in FORMATS.values() if f.bits <= 16]  # float16, bfloat16, the four fp8, the four OCP MX types
 KINDS = [".safetensors", ".npy", ".npz"]
 
 
@@ -34,9 +34,10 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
-def test_every_small_format_is_one_of_the_six():
+def test_every_small_format_is_one_of_the_ten():
     assert sorted(SMALL) == sorted(["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-                                    "float8_e4m3fnuz", "float8_e5m2fnuz"])
+                                    "float8_e4m3fnuz", "float8_e5m2fnuz", "float6_e2m3fn", "float6_e3m2fn",
+                                    "float4_e2m1fn", "float8_e8m0fnu"])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -79,7 +80,8 @@ def test_safetensors_uses_the_spec_codes_where_they_exist_and_raw_bytes_elsewher
     p = tensorio.save(tmp_path / "t.safetensors", arrays)
     codes = {name: t["dtype"] for name, t in deserialize(p.read_bytes())}
     assert codes == {"float16": "F16", "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
-                     "float8_e4m3fnuz": "U8", "float8_e5m2fnuz": "U8"}
+                     "float8_e4m3fnuz": "U8", "float8_e5m2fnuz": "U8", "float6_e2m3fn": "U8",
+                     "float6_e3m2fn": "U8", "float4_e2m1fn": "U8", "float8_e8m0fnu": "U8"}
     # the format names are in __metadata__, readable by any safetensors reader
     header_len = int.from_bytes(p.read_bytes()[:8], "little")
     meta = json.loads(p.read_bytes()[8:8 + header_len])["__metadata__"]

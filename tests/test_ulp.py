@@ -15,12 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numstd.errors import ShapeError
+from numstd.errors import FormatError, ShapeError
 from numstd.formats import FORMATS
 from numstd.ulp import ulp, ulp_distance, ulp_error
 
 NAMES = tuple(FORMATS)
-SMALL = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+MX = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float8_e8m0fnu")  # OCP MX v1.0 types
+SMALL = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz") + MX
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -28,7 +29,7 @@ def table(name: str) -> np.ndarray:
     """Sorted distinct non-NaN values of an 8/16-bit format (±inf included; ±0 once), float64."""
     f = FORMATS[name]
     with np.errstate(invalid="ignore"):
-        v = np.arange(2**f.bits, dtype=np.uint64).astype(UINT[f.bits]).view(f.dtype).astype(np.float64)
+        v = np.arange(2**f.bits, dtype=np.uint64).astype(UINT[8 * f.dtype.itemsize]).view(f.dtype).astype(np.float64)
     return np.unique(v[~np.isnan(v)])
 
 
@@ -37,7 +38,7 @@ def values_from_bits(name: str, bits: np.ndarray) -> np.ndarray:
     f = FORMATS[name]
     if name == "tf32":
         return (bits.astype(np.uint32) << np.uint32(13)).view(np.float32)
-    return bits.astype(UINT[f.bits]).view(f.dtype)
+    return bits.astype(UINT[8 * f.dtype.itemsize]).view(f.dtype)  # fp6/fp4: the low bits of a byte
 
 
 def f64(x: np.ndarray) -> np.ndarray:
@@ -250,7 +251,7 @@ def test_distance_hand_cases() -> None:
     assert d.shape == (2, 3) and d.dtype == np.float64
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if FORMATS[n].has_nan and FORMATS[n].signed])
 def test_distance_zeros_and_nans(name: str) -> None:
     assert ulp_distance(0.0, -0.0, name) == 0
     assert ulp_distance(-0.0, 0.0, name) == 0
@@ -259,6 +260,28 @@ def test_distance_zeros_and_nans(name: str) -> None:
     assert d[0] == 0 and np.isnan(d[1]) and np.isnan(d[2]) and d[3] == 0
     f = FORMATS[name]
     assert ulp_distance(f.smallest_subnormal, -f.smallest_subnormal, name) == 2
+
+
+@pytest.mark.parametrize("name", ["float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn"])
+def test_distance_mx_elements_zeros_and_no_nan(name: str) -> None:
+    f = FORMATS[name]
+    assert ulp_distance(0.0, -0.0, name) == 0 and not np.signbit(ulp_distance(-0.0, 0.0, name))
+    assert ulp_distance(f.smallest_subnormal, -f.smallest_subnormal, name) == 2
+    # 2**(bits-1) - 1 magnitudes each side of the one zero: max to -max spans all of them
+    assert ulp_distance(f.max_finite, -f.max_finite, name) == 2 * (2 ** (f.bits - 1) - 1)
+    assert ulp_distance(np.inf, f.max_finite, name) == 0  # infinities saturate on the way in
+    with pytest.raises(FormatError, match="NaN"):
+        ulp_distance(np.nan, 1.0, name)
+
+
+def test_distance_e8m0_is_the_exponent_difference() -> None:
+    e = np.arange(-127, 128)
+    v = np.ldexp(1.0, e)
+    assert np.array_equal(ulp_distance(v, np.ones_like(v), "e8m0"), e.astype(np.float64))
+    assert ulp_distance(2.0**127, 2.0**-127, "e8m0") == 254
+    d = ulp_distance([0.0, -1.0, np.nan, np.nan], [1.0, 1.0, 1.0, 0.0], "e8m0")
+    assert np.isnan(d[:3]).all() and d[3] == 0  # 0 and -1 have no encoding (NaN 0xFF)
+    assert ulp(3.0, "e8m0") == 2.0 and ulp(2.0**-140, "e8m0") == 2.0**-127
 
 
 @pytest.mark.parametrize(

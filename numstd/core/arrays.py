@@ -23,11 +23,13 @@ _TORCH_VIEW = {
     "torch.float8_e5m2": ("uint8", ml_dtypes.float8_e5m2),
     "torch.float8_e4m3fnuz": ("uint8", ml_dtypes.float8_e4m3fnuz),
     "torch.float8_e5m2fnuz": ("uint8", ml_dtypes.float8_e5m2fnuz),
+    "torch.float8_e8m0fnu": ("uint8", ml_dtypes.float8_e8m0fnu),
 }
 
 
 # ml_dtypes floats have dtype kind "V"; these are the ones numstd knows
-_ML_FLOATS = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"})
+_ML_FLOATS = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                        "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float8_e8m0fnu"})
 
 
 def is_torch(x: Any) -> bool:

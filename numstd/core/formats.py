@@ -69,6 +69,9 @@ class Format:
         single NaN is the bit pattern ``0x80``.  ``float8_e4m3fn`` has no infinities.
     numpy_dtype : str
         Name of the numpy / ml_dtypes dtype that holds values of the format (tf32: ``"float32"``).
+    signed, has_zero : bool
+        ``False`` only for the OCP MX scale type ``float8_e8m0fnu``: eight exponent bits and nothing
+        else, the values ``2**-127 .. 2**127`` (no sign, no zero, no subnormals) and NaN ``0xFF``.
     """
 
     name: str
@@ -82,6 +85,8 @@ class Format:
     has_nan: bool
     has_negative_zero: bool
     numpy_dtype: str
+    signed: bool = True
+    has_zero: bool = True
 
     @property
     def u(self) -> float:
@@ -138,6 +143,17 @@ _TABLE: tuple[Format, ...] = (
            8, 4, -7, 7, 240.0, False, True, False, "float8_e4m3fnuz"),
     Format("float8_e5m2fnuz", ("e5m2fnuz", "fp8_e5m2fnuz", "f8e5m2fnuz"),
            8, 3, -15, 15, 57344.0, False, True, False, "float8_e5m2fnuz"),
+    # OCP MX v1.0 element types (§5.3.2-5.3.3): no infinities and no NaN (every pattern is a number);
+    # one per byte in ml_dtypes (the low 6 or 4 bits).  Block-scaled formats: numstd.core.scaled.
+    Format("float6_e2m3fn", ("e2m3", "fp6_e2m3", "e2m3fn", "fp6_e2m3fn", "f6e2m3fn"),
+           6, 4, 0, 2, 7.5, False, False, True, "float6_e2m3fn"),
+    Format("float6_e3m2fn", ("e3m2", "fp6_e3m2", "e3m2fn", "fp6_e3m2fn", "f6e3m2fn"),
+           6, 3, -2, 4, 28.0, False, False, True, "float6_e3m2fn"),
+    Format("float4_e2m1fn", ("e2m1", "fp4_e2m1", "e2m1fn", "fp4_e2m1fn", "f4e2m1fn", "fp4"),
+           4, 2, 0, 2, 6.0, False, False, True, "float4_e2m1fn"),
+    # OCP MX v1.0 scale type E8M0 (§5.4.1): 2**(code - 127) for code 0..254, NaN = 0xFF.
+    Format("float8_e8m0fnu", ("e8m0", "fp8_e8m0", "e8m0fnu", "fp8_e8m0fnu", "f8e8m0fnu"),
+           8, 1, -127, 127, 2.0**127, False, True, False, "float8_e8m0fnu", signed=False, has_zero=False),
 )
 
 FORMATS: Mapping[str, Format] = types.MappingProxyType({f.name: f for f in _TABLE})
@@ -299,15 +315,20 @@ def _round_chunk(
         r = np.ldexp(s, e)
     over = r > fmt.max_finite
     if over.any():
-        if saturate or mode == "rtz":
+        if saturate or mode == "rtz" or not fmt.has_nan:
             r[over] = fmt.max_finite
         else:
             r[over] = np.inf if fmt.has_inf else np.nan
     if not all_finite:
         inf = np.isinf(x)
         r[np.isnan(x)] = np.nan
-        r[inf] = fmt.max_finite if saturate else (np.inf if fmt.has_inf else np.nan)
+        sat = saturate or not fmt.has_nan
+        r[inf] = fmt.max_finite if sat else (np.inf if fmt.has_inf else np.nan)
+    if not fmt.has_zero:  # E8M0: no zero, so a tiny magnitude's nearest value is 2**emin
+        np.maximum(r, fmt.smallest_normal, out=r)
     np.copysign(r, x, out=r)
+    if not fmt.signed:  # E8M0: zero and negative numbers have no encoding
+        r[~(x > 0)] = np.nan
     if not fmt.has_negative_zero:
         r += 0.0  # -0 + 0 = +0 under round to nearest: fnuz formats have no -0
     return r
@@ -321,8 +342,15 @@ def round_to(
     saturate: bool = False,
     seed: int | None = None,
     rng: np.random.Generator | None = None,
+    scales: Any = None,
+    tensor_scale: Any = None,
 ) -> np.ndarray:
     """Round real values into the format ``fmt``.
+
+    ``fmt`` may also name a block-scaled format (``"mxfp8_e4m3"``, ``"mxfp4"``, ``"nvfp4"``,
+    ``"fp8_e4m3_block128"``, ...; :mod:`numstd.core.scaled`): the result is then the exact values
+    ``q * S`` as float64, with the scales ``S`` computed by the format's rule or given as
+    ``scales=`` (and NVFP4's ``tensor_scale=``); only ``mode="rne"`` (elements saturate).
 
     ``x`` is first converted to float64 without loss (float64 input is rounded *directly*: there
     is no intermediate rounding through float32).  For finite ``x`` with
@@ -342,12 +370,19 @@ def round_to(
       NaN in formats without infinities (float8_e4m3fn, fnuz); ``"rtz"`` gives ``±max_finite``.
     - ``saturate=True`` (the "satfinite" conversion of NVIDIA PTX ``cvt`` and Trainium): the result
       is clamped to ``±max_finite`` in every mode.
+    - The OCP MX element types float6_e2m3fn, float6_e3m2fn and float4_e2m1fn have neither
+      infinities nor NaN, so they always saturate (``±inf`` too): the OCP MX v1.0 conversion
+      (§6.3) clamps to the largest normal, and ml_dtypes' casts do the same.  A NaN input has no
+      encoding in them and raises :class:`FormatError` (in an MX block the scale carries NaN).
 
     Special inputs: NaN -> NaN.  ``±inf`` -> ``±inf`` where the format has infinities and NaN
     where it has none, unless ``saturate=True``: then ``±inf`` -> ``±max_finite`` in every format
     (satfinite: every non-NaN result is finite).  Zeros keep their sign, except in fnuz formats,
     which have no ``-0``: every zero result (including ``-0`` and tiny negatives rounded to zero)
-    is ``+0``.
+    is ``+0``.  float8_e8m0fnu (unsigned, no zero): ``x <= 0`` (``-0`` too) and NaN give NaN
+    (``0xFF``), a positive magnitude below ``2**-127`` gives ``2**-127`` (its nearest value) and
+    rounding is the generic rule with ``p = 1``: ``2**k * 1.5`` is a tie, which goes to ``2**(k+1)``
+    (mantissa 2 is even) — as ml_dtypes does.
 
     Parameters
     ----------
@@ -371,10 +406,19 @@ def round_to(
     Raises
     ------
     FormatError
-        Unknown format or mode; stochastic mode without a seed or rng, or with both.
+        Unknown format or mode; stochastic mode without a seed or rng, or with both; NaN into a
+        format without NaN.
     DtypeError
         ``x`` is not real numbers, or holds integers/long doubles that float64 cannot hold exactly.
     """
+    from .scaled import is_scaled, scaled_round
+
+    if is_scaled(fmt):
+        if mode != "rne":
+            raise FormatError(f"{fmt}: block-scaled formats round their elements to nearest even only (mode='rne')")
+        return scaled_round(x, fmt, scales=scales, tensor_scale=tensor_scale)
+    if scales is not None or tensor_scale is not None:
+        raise FormatError(f"scales= is for block-scaled formats; {fmt!r} is not one (see numstd.core.scaled)")
     f = get_format(fmt)
     if mode not in ROUNDING_MODES:
         raise FormatError(f"unknown rounding mode {mode!r}; use one of {', '.join(ROUNDING_MODES)}")
@@ -387,6 +431,12 @@ def round_to(
         if rng is None:
             rng = np.random.default_rng(seed)
     src = _float64_source(x)
+    if not f.has_nan and src.dtype.kind == "f" and np.isnan(src).any():
+        raise FormatError(
+            f"x holds NaN, which {f.name} cannot encode (OCP MX v1.0 §5.3: FP6 and FP4 have no NaN); "
+            "in a block-scaled format the NaN is carried by the block's scale: round into the "
+            f"block format instead (numstd.core.scaled, e.g. round_to(x, 'mxfp4')), or drop the NaNs"
+        )
     out = np.empty(src.shape, dtype=f.dtype)
     flat_in = src.reshape(-1)  # a view unless the input is not contiguous
     flat_out = out.reshape(-1)

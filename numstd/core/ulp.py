@@ -103,7 +103,7 @@ def _f64(x: np.ndarray) -> bool:
     return x.dtype == np.float64 and x.size <= _WHOLE
 
 
-def ulp(r: Any, fmt: Any) -> np.ndarray:
+def ulp(r: Any, fmt: Any, *, scales: Any = None, tensor_scale: Any = None) -> np.ndarray:
     """Spacing of ``fmt`` at the exact real value ``r``.
 
     ``ulp(r) = 2**(max(floor(log2|r|), emin) - p + 1)``; ``ulp(0)`` is the smallest subnormal
@@ -125,7 +125,14 @@ def ulp(r: Any, fmt: Any) -> np.ndarray:
     --------
     >>> float(ulp(1.0, "float32")) == 2.0**-23, float(ulp(1.5, "bf16")) == 2.0**-7
     (True, True)
+
+    A block-scaled ``fmt`` (``"mxfp4"``, ...) gives ``S * ulp_elem(r / S)`` with ``S`` each element's
+    scale (``scales=``, or the format's rule applied to ``r``; :func:`numstd.core.scaled.scaled_ulp`).
     """
+    from .scaled import is_scaled, scaled_ulp
+
+    if is_scaled(fmt):
+        return scaled_ulp(r, fmt, scales=scales, tensor_scale=tensor_scale)
     f = get_format(fmt)
     arr = _array(r, "r")
     if _f64(arr):
@@ -133,7 +140,7 @@ def ulp(r: Any, fmt: Any) -> np.ndarray:
     return _chunked(lambda rr: _spacing(rr, f), [arr], [np.dtype(np.float64)])
 
 
-def ulp_error(actual: Any, reference: Any, fmt: Any) -> np.ndarray:
+def ulp_error(actual: Any, reference: Any, fmt: Any, *, scales: Any = None, tensor_scale: Any = None) -> np.ndarray:
     """Signed error of ``actual`` in units of ``ulp(reference)`` of the output format ``fmt``.
 
     ``ulp_error = (actual - reference) / ulp(reference, fmt)``: exact except for the single float64
@@ -156,7 +163,18 @@ def ulp_error(actual: Any, reference: Any, fmt: Any) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of float64 with the broadcast shape.
+
+    A block-scaled ``fmt`` measures in its ULP ``S * ulp_elem(reference / S)`` (:func:`ulp`; ``scales=``
+    as there); ``actual`` and ``reference`` must then have one shape.
     """
+    from .scaled import is_scaled
+
+    if is_scaled(fmt):
+        a64 = np.asarray(_array(actual, "actual"), dtype=np.float64)
+        r64 = np.asarray(_array(reference, "reference"), dtype=np.float64)
+        if a64.shape != r64.shape:
+            raise ShapeError(f"actual {a64.shape} and reference {r64.shape}: a block-scaled format needs one shape")
+        return _scaled_error(a64, r64, ulp(r64, fmt, scales=scales, tensor_scale=tensor_scale))
     f = get_format(fmt)
 
     a_arr, r_arr = _array(actual, "actual"), _array(reference, "reference")
@@ -207,7 +225,8 @@ def ulp_distance(a: Any, b: Any, fmt: Any) -> np.ndarray:
     values differ by 1, ``+0`` and ``-0`` both map to 0, and ``±inf`` sit next to
     ``±max_finite``.  ``ulp_distance(a, b) = ord(a) - ord(b)`` — signed like ``a - b``, and
     ``ulp_distance(a, b) = -ulp_distance(b, a)``.  tf32 uses the float32 pattern shifted right by
-    13 bits (its 19 logical bits).
+    13 bits (its 19 logical bits); the sub-byte formats (fp6, fp4) the low 6 or 4 bits of their
+    byte; float8_e8m0fnu (unsigned) its pattern itself.
 
     Inputs that are not already arrays of ``fmt``'s dtype are first rounded into ``fmt`` with
     :func:`numstd.formats.round_to` (RNE, non-saturating: values beyond the range become ±inf, or
@@ -234,6 +253,8 @@ def ulp_distance(a: Any, b: Any, fmt: Any) -> np.ndarray:
 
     def ordered(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         b = bits.astype(np.uint64) >> np.uint64(shift)
+        if not f.signed:  # E8M0: every bit is exponent; the pattern is the order
+            return np.zeros(b.shape, bool), b, b > np.uint64(not_nan)
         sign = (b >> sign_shift).astype(bool)
         mag = b & mag_mask
         nan = mag > np.uint64(not_nan)

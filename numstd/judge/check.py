@@ -109,6 +109,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     selectors = {k: (params[k] if k in op_params else params.pop(k)) for k in list(params) if k in selector_names}
     spec, arrays, full = validate(op, list(inputs), dict(params))
     op = spec.name  # (the catalog's spelling: "Exp" is exp)
+    selectors.update({k: full[k] for k in selectors if k in full})  # (validated: cast's to="MXFP4" is "mxfp4")
     selectors.update(_variant_selectors(spec, arrays, full))
     shape = tuple(output_shape(op, arrays, full))
     chunk_size = _chunk_size(chunk_size)

@@ -82,7 +82,7 @@ _PAIRWISE_LOSSES: tuple[str, ...] = ("mse_loss", "huber_loss", "smooth_l1_loss",
 
 def _splittable_axes(op_kind: str, op: str, inputs: Sequence[np.ndarray], params: dict, out_ndim: int) -> int:
     """Number of leading output axes that may be split (axes ``0 .. n-1``)."""
-    if out_ndim == 0:
+    if out_ndim == 0 or op == "cast":  # (cast: scales of whole tensors, rows and 128 x 128 tiles)
         return 0
     if op_kind in ("elementwise", "exact"):
         return out_ndim

@@ -65,6 +65,7 @@ FAMILIES: tuple[str, ...] = (
     "contraction", "conv", "reduction", "scan", "softmax", "normalization", "elementwise", "activation", "attention", "loss",
     "pooling", "module",
     "similarity",  # normalize, cosine_similarity, cosine_embedding_loss, triplet_margin_loss
+    "cast",  # quantize-dequantize into block-scaled formats (numstd.core.scaled)
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature
