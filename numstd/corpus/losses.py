@@ -644,12 +644,13 @@ for _op in _HUBER_OPS:
 del _op
 
 
-@_hub("stored16-diff", "rounding", True,
-      "PyTorch CPU's 16-bit huber_loss (bf16) and smooth_l1_loss (fp16): d = RN16(a - b) stored in the "
-      "16-bit output format, the term in float32, summed pairwise in float32, RN(s / K): evidence for the "
-      "stored16 standards only", applies=_stored16_only)
+@_hub("stored16-arith", "rounding", True,
+      "PyTorch CPU's bf16 huber_loss and fp16 smooth_l1_loss: every operation of the term (d, the "
+      "threshold, its half, the product, subtraction, division) rounded to the 16-bit output format "
+      "(bit for bit torch's 'none' output), the terms summed pairwise in float32, RN(s / K): evidence "
+      "for the stored16 standards only", applies=_stored16_only)
 def _hub_stored16(op, inputs, w, params, out):
-    return _mse_reduce(_hub_terms(op, inputs, w, params, stored=out), params, w, "pairwise")
+    return _mse_reduce(_hub_terms(op, inputs, Work(out), params), params, w, "pairwise")
 
 
 @_hub("sum-not-mean", "scale", False, "reduction='mean' returning the sum of the terms", applies=_mse_is("mean"))

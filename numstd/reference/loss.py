@@ -62,10 +62,13 @@ values (an fp32 kernel also rounds the margin).
 stored16 aux (mse_loss, huber_loss, smooth_l1_loss, hinge_embedding_loss; docs/methodology.md §11):
 a 16-bit kernel that stores intermediates of term i in the 16-bit type moves the term by at most
 ``u16 c_i``: mse ``c_i = 3.02 q_i`` (``RN16(d)`` moves ``d^2`` by ``2 u16 d^2``, ``RN16(d^2)`` by
-``u16 d^2``; ``(1 + u16)^3 - 1 <= 3.02 u16`` for ``u16 <= 2^-8``), huber / smooth_l1
-``c_i = 1.01 z |l'(z)|`` (the stored ``d``: ``(1 + u16)^2 - 1 <= 2.01 u16`` on the quadratic branch,
-exact first order on the linear one), hinge ``c_i = h_i`` on the margin terms (the stored
-``RN16(margin - x_i)``).  aux ``s16 = sqrt(sum c_i^2) / div`` and
+``u16 d^2``; ``(1 + u16)^3 - 1 <= 3.02 u16`` for ``u16 <= 2^-8``); huber / smooth_l1: every
+primitive of the term rounded to 16 bits (torch's bf16 huber and fp16 smooth_l1: ``d``, the
+threshold ``t = RN16(delta)``, ``RN16(0.5 t)``, the product / subtraction / division), which moves
+the term by at most 7 u16 q_i (huber: d 2, t 2, 0.5t 1, subtraction 1, product 1 on the linear
+branch; 3 on the quadratic one) and 5 u16 q_i (smooth_l1: d 2, product 1, t 1, division 1; linear
+d 2, t 1, 0.5t 1, subtraction 1), ``c_i = 7.07 q_i`` and ``5.05 q_i`` with the second-order terms;
+hinge ``c_i = h_i`` on the margin terms (the stored ``RN16(margin - x_i)``).  aux ``s16 = sqrt(sum c_i^2) / div`` and
 ``a16 = sum c_i / div`` (``div`` the mean's denominator, 1 for sum; ``c_i`` itself for none).
 """
 
@@ -140,7 +143,7 @@ def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
         q = np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
-        s16 = 1.01 * z * np.minimum(z, delta)  # z |l'(z)|: the stored d (relative u16) moves the term by u16 z |l'(z)|
+        s16 = 7.07 * q  # 16-bit arithmetic of the term (module docstring)
     return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16)
 
 
@@ -150,7 +153,7 @@ def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
         q = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
-        s16 = 1.01 * (z if beta == 0 else z * np.minimum(z / beta, 1.0))  # z |l'(z)|
+        s16 = 5.05 * q  # 16-bit arithmetic of the term (module docstring)
     return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16)
 
 
