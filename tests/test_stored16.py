@@ -42,7 +42,7 @@ def _pair(fmt, shape=(16, 200), seed=0, heavy=False):
 @pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
 def test_stored_terms_are_within_u16_c_i(fmt):
     """Every stored term of the 16-bit kernels is within u16·c_i of the exact term (c_i the
-    reference's a16 for reduction='none'), on 20 000 random 16-bit pairs over 12 binades, where the
+    reference's a16 + h16 for reduction='none'), on 20 000 random 16-bit pairs over 12 binades, where the
     stored values are normal numbers (a subnormal fp16 d² errs by up to 2^-25 absolute, which the
     relative model does not cover: docs/methodology.md §11)."""
     g = np.random.default_rng(1)
@@ -66,7 +66,8 @@ def test_stored_terms_are_within_u16_c_i(fmt):
             model = {v.name: v for v in variants_for(op)}["stored16-arith"]
             stored = np.asarray(model([a.astype(DT[fmt]), b.astype(DT[fmt])], dict(reduction="none", **kw), out=fmt),
                                 np.float64)
-        c = np.asarray(reference(op, [a, b], reduction="none", **kw).aux["a16"], np.float64)
+        aux = reference(op, [a, b], reduction="none", **kw).aux
+        c = np.asarray(aux["a16"], np.float64) + np.asarray(aux.get("h16", 0.0), np.float64)
         normal = np.abs(stored) >= get_format(fmt).smallest_normal
         err = np.abs(stored - exact)[normal]
         assert np.all(err <= u * c[normal] + 1e-300), op
@@ -167,7 +168,10 @@ def test_torch_cpu_16_bit_term_arithmetic_is_the_corpus_model(op, fmt, kw):
     y = np.asarray(_torch_loss(op, a, b, fmt, "none", **kw), np.float64)
     by = {v.name: v for v in variants_for(op)}
     model = np.asarray(by["stored16-arith"]([a, b], dict(reduction="none", **kw), out=fmt), np.float64)
-    np.testing.assert_array_equal(y, model)
+    z = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+    normal = 0.5 * z * z >= get_format(fmt).smallest_normal  # (an fp16-subnormal z²/2 rounds in another order)
+    assert normal.mean() > 0.95
+    np.testing.assert_array_equal(y[normal], model[normal])
     once = np.asarray(reference(op, [a, b], reduction="none", **kw).values, np.float64)
     assert np.mean(y != _r16(once, fmt)) > 0.05
 

@@ -64,10 +64,12 @@ a 16-bit kernel that stores intermediates of term i in the 16-bit type moves the
 ``u16 c_i``: mse ``c_i = 3.02 q_i`` (``RN16(d)`` moves ``d^2`` by ``2 u16 d^2``, ``RN16(d^2)`` by
 ``u16 d^2``; ``(1 + u16)^3 - 1 <= 3.02 u16`` for ``u16 <= 2^-8``); huber / smooth_l1: every
 primitive of the term rounded to 16 bits (torch's bf16 huber and fp16 smooth_l1: ``d``, the
-threshold ``t = RN16(delta)``, ``RN16(0.5 t)``, the product / subtraction / division), which moves
-the term by at most 7 u16 q_i (huber: d 2, t 2, 0.5t 1, subtraction 1, product 1 on the linear
-branch; 3 on the quadratic one) and 5 u16 q_i (smooth_l1: d 2, product 1, t 1, division 1; linear
-d 2, t 1, 0.5t 1, subtraction 1), ``c_i = 7.07 q_i`` and ``5.05 q_i`` with the second-order terms;
+threshold ``t = RN16(delta)``, ``RN16(0.5 t)``, the product / subtraction / division).  The per-term
+roundings give ``c_i`` (huber: quadratic 3 q_i, linear 4 q_i: d 2, subtraction 1, product 1;
+smooth_l1: quadratic 4 q_i: d 2, product 1, division 1, linear 3 q_i: d 2, subtraction 1); the
+threshold's two roundings are shared by every term, so they add up, not at random: aux ``h16``,
+``sum h_i / div`` with huber ``h_i = 3 q_i`` on the linear branch (t 2, t/2 1), smooth_l1 ``q_i``
+(quadratic, t) and ``2 q_i`` (linear, t and t/2); all times 1.01 for the second-order terms.
 hinge ``c_i = h_i`` on the margin terms (the stored ``RN16(margin - x_i)``).  aux ``s16 = sqrt(sum c_i^2) / div`` and
 ``a16 = sum c_i / div`` (``div`` the mean's denominator, 1 for sum; ``c_i`` itself for none).
 """
@@ -143,8 +145,10 @@ def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
         q = np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
-        s16 = 7.07 * q  # 16-bit arithmetic of the term (module docstring)
-    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16)
+        quad = z < delta
+        s16 = 1.01 * np.where(quad, 3.0 * q, 4.0 * q)  # per-term roundings of the 16-bit term (module docstring)
+        h16 = 1.01 * np.where(quad, 0.0, 3.0 * q)  # the shared threshold roundings RN16(delta), RN16(delta / 2)
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16)
 
 
 def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -153,8 +157,10 @@ def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
         q = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
-        s16 = 5.05 * q  # 16-bit arithmetic of the term (module docstring)
-    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16)
+        quad = (z < beta) if beta else np.zeros(np.shape(z), bool)
+        s16 = 1.01 * np.where(quad, 4.0 * q, 3.0 * q)  # per-term roundings of the 16-bit term (module docstring)
+        h16 = 1.01 * np.where(quad, 1.0 * q, 2.0 * q)  # the shared threshold roundings RN16(beta), RN16(beta / 2)
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16)
 
 
 def stored16_aux(c: np.ndarray, div: float | None) -> dict:
@@ -170,13 +176,19 @@ def stored16_aux(c: np.ndarray, div: float | None) -> dict:
     return {"s16": np.asarray(float(np.sqrt(np.sum(fin * fin))) / d), "a16": np.asarray(float(np.sum(fin)) / d)}
 
 
-def _reduce_terms(q: np.ndarray, c: float, reduction: str, s16: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+def _reduce_terms(q: np.ndarray, c: float, reduction: str, s16: np.ndarray, h16: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Non-negative float64 terms ``q`` (each within ``c u q``) reduced in double-double; ``s16`` the
-    terms' stored16 sensitivities (:func:`stored16_aux`)."""
+    terms' independent stored16 sensitivities (:func:`stored16_aux`), ``h16`` the shared ones (aux
+    ``h16``: their sum reduced like the loss)."""
     if reduction == "none":
-        return q, c * U * q, {"K": np.asarray(1.0), **stored16_aux(s16, None)}
+        extra = {} if h16 is None else {"h16": h16}
+        return q, c * U * q, {"K": np.asarray(1.0), **stored16_aux(s16, None), **extra}
     k = q.size
-    aux = {"K": np.asarray(float(k)), **stored16_aux(s16, k if reduction == "mean" else 1)}
+    div = k if reduction == "mean" else 1
+    aux = {"K": np.asarray(float(k)), **stored16_aux(s16, div)}
+    if h16 is not None:
+        aux["h16"] = stored16_aux(h16, div)["a16"]
     if k == 0:  # (mean of nothing is refused by the entry's shape rule)
         return np.asarray(0.0), np.asarray(0.0), aux
     flat = q.reshape(-1)
