@@ -16,7 +16,9 @@ from the float64 loss by more than 8 output ULPs plus ``32 u_fp32 (max|x| + log 
 ``d = RN(a - b)``, ``q = RN(d * d)`` in the accumulation format, the ``q`` summed sequentially,
 pairwise, as a tree, in blocks of 128, split in 4, by Kahan, or by FMA (``s = RN(s + d * d)``, the
 square not rounded), then ``RN(s / K)`` or ``RN(s * RN(1/K))``; numpy's float32 ``mean(d * d)``;
-torch CPU (which stores ``d`` and ``d²`` in a 16-bit input's dtype).  Bugs: the sum returned for
+torch CPU (which stores ``d`` and ``d²`` in a 16-bit input's dtype); ``stored16``, that 16-bit
+arithmetic (evidence for the stored16 standards; huber / smooth_l1: ``stored16-arith``, every
+operation of the term in 16 bits; hinge: ``stored16``, ``RN16(margin - x)``).  Bugs: the sum returned for
 the mean and the mean for the sum, ``|d|`` for ``d²`` (the missing square), a ``K − 1`` denominator,
 the square of the mean difference, ½·MSE, a running sum in the output format or in bfloat16, the
 last block of 128 dropped, truncation of the final rounding, zeros.
