@@ -109,7 +109,7 @@ def test_neuron_backends_say_how_to_get_them():
 
 #: (op, format) -> (normwise tolerance, why): 16-bit losses whose framework kernels keep several
 #: intermediates in 16 bits (torch) or compute in 16-bit arithmetic (jax), measured and documented
-#: in docs/methodology.md §12; they must still have the right magnitude
+#: in docs/methodology.md §14; they must still have the right magnitude
 LOOSE16 = {
     ("cosine_embedding_loss", "bfloat16"): (0.25, "torch stores five intermediates in bf16; no 16-bit standard"),
     ("triplet_margin_loss", "bfloat16"): (0.5, "torch stores the distances in bf16, jax computes them in bf16"),
