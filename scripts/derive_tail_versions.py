@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 #: the bound formulas that are one probabilistic term (nothing deterministic to leave unscaled)
 PROBABILISTIC = ("lam * u_acc * sqrt(K) * absdot",)
@@ -59,26 +59,10 @@ def suite_output_size(std) -> int:
 
 def draft_text(std, tail_n: int) -> str:
     """The published file of ``std`` turned into the draft of its next version with ``tail_n``."""
-    text = Path(std.path).read_text(encoding="utf-8")
-    version = std.version + 1
-    out = re.sub(r"(?m)^version = \d+$", f"version = {version}", text, count=1)
-    out = out.replace('status = "active"', 'status = "draft"', 1)
-    sup = f'supersedes = "{std.key}"'
-    if re.search(r"(?m)^supersedes = ", out):
-        out = re.sub(r'(?m)^supersedes = "[^"]*"$', sup, out, count=1)
-    else:
-        out = re.sub(r"(?m)^(default = (true|false))$", r"\1\n" + sup, out, count=1)
-        if sup not in out:
-            out = re.sub(r"(?m)^(version = \d+)$", r"\1\n" + sup, out, count=1)
-    out = out.replace("[criteria]\n", f"[criteria]\ntail_n = {tail_n}\n", 1)
-    # the rationale's text is a multi-line basic string: the paragraph goes before its closing quotes
-    head, sep, rest = out.partition("[rationale]\ntext = \"\"\"")
-    body, close, tail = rest.partition('"""')
-    out = head + sep + body.rstrip("\n") + "\n" + RATIONALE.format(version=version, tail_n=f"{tail_n:,}", factor=math.log(1.34e8) / math.log(tail_n)) + "\n" + close + tail
-    if re.search(r"(?m)^notes = ", out):
-        raise SystemExit(f"{std.key}: has provenance notes already; extend this script before deriving it")
-    out = out.replace("\n[provenance]\n", "\n[provenance]\nnotes = \"" + NOTE.format(prev=std.key) + "\"\n", 1)
-    return out
+    from derive_version import derive
+
+    why = RATIONALE.format(version=std.version + 1, tail_n=f"{tail_n:,}", factor=math.log(1.34e8) / math.log(tail_n))
+    return derive(std, {"tail_n": str(tail_n)}, why, NOTE.format(prev=std.key))
 
 
 def main() -> int:
