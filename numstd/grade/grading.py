@@ -88,9 +88,6 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
     if name == "cumsum":
         dim = _arg(args, kwargs, 1, "dim")
         return ("cumsum", [x], {"axis": int(dim)}) if dim is not None else None
-    if name == "cumprod":  # torch.cumprod(x, dim) (issue 18 item 11; the catalog's scan cumprod)
-        dim = _arg(args, kwargs, 1, "dim")
-        return ("cumprod", [x], {"axis": int(dim)}) if dim is not None else None
     if name in ("matmul", "__matmul__", "mm", "bmm"):
         return "matmul", [x, _arg(args, kwargs, 1, "other", kwargs.get("mat2"))], {}
     if name == "linear":
