@@ -156,3 +156,11 @@ def test_confirmation_tolerance():
     bad = t * (1 + 1e-10)
     assert "differs" in compose.confirm("cumsum", [x], {"axis": 1, "reverse": True}, bad, None)
     assert "differs" in compose.confirm("cumsum", [x], {"axis": 1}, t, None)  # the wrong variant
+
+
+def test_recorder_keeps_results_for_every_pattern():
+    from numstd.grade.grading import _KEEP_RESULTS
+
+    assert max(len(p.calls) for p in compose.PATTERNS) <= _KEEP_RESULTS
+    names = [p.name for p in compose.PATTERNS]
+    assert {c[0] for c in CASES} == set(names)  # every row of the table has a case above

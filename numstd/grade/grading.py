@@ -331,6 +331,10 @@ def _entry_call(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, 
     return None
 
 
+#: the recorder keeps call results (for numstd.grade.compose's data flow) up to this many calls
+_KEEP_RESULTS = 16
+
+
 def _recorder() -> Any:
     """A TorchFunctionMode that records the calls a forward makes (not the calls inside them)."""
     return _recorder_class()()
@@ -352,7 +356,10 @@ def _recorder_class() -> type:
             if name not in _IGNORED:
                 self.calls.append((name, args, dict(kwargs)))
                 out = func(*args, **kwargs)
-                self.results.append(out)
+                if len(self.calls) <= _KEEP_RESULTS:
+                    self.results.append(out)
+                else:  # (a longer forward is no composition: its intermediates are not held)
+                    self.results.clear()
                 return out
             return func(*args, **kwargs)
 
