@@ -164,3 +164,14 @@ def test_recorder_keeps_results_for_every_pattern():
     assert max(len(p.calls) for p in compose.PATTERNS) <= _KEEP_RESULTS
     names = [p.name for p in compose.PATTERNS]
     assert {c[0] for c in CASES} == set(names)  # every row of the table has a case above
+
+
+def test_run_cases_keeps_only_confirmed_compositions():
+    from numstd.grade import run_cases
+
+    f = lambda x: x * torch.sigmoid(x)  # noqa: E731
+    _, runs, _ = run_cases(f, f, _x(4, 8), trials=1, distributions=["normal"], detect_op=True)
+    assert [r.op_call[0] for r in runs] == ["swish", "swish"]
+    g = lambda x: _new_gelu(x, 0.05)  # noqa: E731
+    _, runs, _ = run_cases(g, g, _x(4, 8), trials=1, detect_op=True)
+    assert runs[0].op_call is None

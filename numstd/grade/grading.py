@@ -398,7 +398,10 @@ class CaseRun:
         Positions of inputs the candidate wrote into.
     op_call : tuple or None
         ``(op, inputs, params, torch function name)`` of the catalog op the reference's forward
-        consisted of.
+        consisted of; for a composition (:mod:`numstd.grade.compose`) the name is
+        ``"composition <pattern>: <expression>"``, kept only where every case confirms it.
+    op_view : View or None
+        How the module's output maps onto the composition's op (a reshape or moveaxis), or None.
     inputs : list
         The working-format inputs as numpy (kept only when asked: a declared op needs them).
     order : str
@@ -700,6 +703,7 @@ def run_cases(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence
     fmt = _working_format(dtype, setup.samples[0], setup.adapter)
     runs = _run_all(setup, fmt, _distributions(list(distributions), None), seed,
                     detect_op and setup.adapter.name == "torch", keep_inputs)
+    _confirm_compositions(runs)  # (a composition's op_call stays only where every case confirms it)
     return fmt, runs, setup.adapter.name
 
 
