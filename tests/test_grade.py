@@ -394,6 +394,16 @@ def test_cap_dims_only_touches_large_public_ints(tmp_path):
     assert (mod.a, mod.b, mod.flag, mod._private, mod.ratio) == (64, 3, True, 10**6, 1e6)
 
 
+def test_cap_dims_caps_shape_tuples_element_wise(tmp_path):
+    """KernelBench's HingeLoss broadcasts (batch_size, *input_shape) against (batch_size,): capping
+    the int but not the tuple broke the problem itself."""
+    f = tmp_path / "p.py"
+    f.write_text("batch = 32768\ninput_shape = (32768, 3)\nmixed = (4096, 'x')\nflags = (True, 10**6)\n")
+    mod = load_module(f)
+    assert cap_dims(mod, 16) == {"batch": (32768, 16), "input_shape": ((32768, 3), (16, 3))}
+    assert (mod.input_shape, mod.mixed, mod.flags) == ((16, 3), (4096, "x"), (True, 10**6))
+
+
 def test_cli_exit_codes(tmp_path, capsys):
     from numstd.cli import main
 

@@ -380,7 +380,7 @@ def test_torch_with_one_thread_passes_too():
 
 @pytest.mark.parametrize("dt", ["bfloat16", "float16"])
 def test_torch_16_bit_losses_store_their_intermediates(dt):
-    """Why no 16-bit standard of the two losses is published (docs/methodology.md §12): torch CPU's 16-bit
+    """Why no 16-bit standard of the two losses is published (docs/methodology.md §14): torch CPU's 16-bit
     kernels round every intermediate to the 16-bit type, bit for bit — cosine_embedding_loss the products,
     the three row sums, the 1e-12 additions, the product of the squared norms, its sqrt, the quotient and
     1 - cos; triplet_margin_loss the difference, the eps addition, both distances and the two additions —

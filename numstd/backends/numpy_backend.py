@@ -229,7 +229,10 @@ class NumpyBackend(Backend):
         work = np.float64 if out_dtype == np.float64 else np.float32
         args = [a if a is None or a.dtype.kind in "iu" else a.astype(work) for a in arrays]
         fn = _OPS.get(op) or framework_call(op, "numpy")
-        y = np.asarray(fn(args, params), dtype=work)
+        y = np.asarray(fn(args, params))
+        if y.dtype.kind in "iu":  # argmax/argmin: the indices are the output, as numpy returns them
+            return y
+        y = y.astype(work, copy=False)
         if out_dtype == work:
             return y
         return round_to(y, out_dtype.name)

@@ -25,7 +25,7 @@ __all__ = ["Template", "instances", "find_template", "to_toml"]
 _TEMPLATE_KEYS = {"op", "calibrate", "margin", "floor", "model", "criteria", "suite", "rationale", "standards",
                   "allow", "exclude"}
 _INSTANCE_KEYS = {"id", "op", "title", "inputs", "output", "accumulate", "default", "selector", "policy", "model",
-                  "criteria", "suite", "calibrate", "margin", "floor", "allow", "exclude"}
+                  "criteria", "suite", "calibrate", "margin", "floor", "allow", "exclude", "rationale"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def instances() -> list[Template]:
                 "model": model,
                 "criteria": _merge(doc.get("criteria", {}), inst.get("criteria", {})),
                 "suite": _merge(doc.get("suite", {}), inst.get("suite", {})),
-                "rationale": copy.deepcopy(doc["rationale"]),
+                "rationale": _merge(doc["rationale"], inst.get("rationale", {})),  # (an instance may replace text/citations)
             }
             if inst.get("selector"):
                 table["selector"] = dict(inst["selector"])

@@ -316,6 +316,51 @@ variant("conv_transpose", "col2im-fp32", "library", True,
         acc_formats=FP32_ONLY)(_col2im)
 
 
+def _col2im16(inputs, params, out, acc, seed):
+    """conv_transpose as torch CPU's 16-bit GEMM + col2im: per kernel tap (kernel-index order) the
+    channel sums in fp32 rounded to the 16-bit output format, scatter-added into a 16-bit output
+    (``RN16(acc + part)``), then ``RN16(acc + bias)``; bit for bit torch's fp16 (and, without
+    oneDNN bf16, bf16) conv_transpose (tests/test_conv.py)."""
+    from ..ops.conv import col2im_taps
+
+    x, w = np.asarray(inputs[0]), np.asarray(inputs[1])
+    wide, crop, taps = col2im_taps(x.shape, w.shape, params)
+    G = int(params["groups"])
+    ci, co = w.shape[0] // G, w.shape[1]
+    x32, w32 = f64(x).astype(np.float32), f64(w).astype(np.float32)
+    y = np.zeros((x.shape[0], G * co) + wide)
+    with np.errstate(all="ignore"):
+        for j, sl in taps:
+            view = (slice(None), slice(None)) + sl
+            part = np.concatenate([np.einsum("nc...,co->no...", x32[:, grp * ci:(grp + 1) * ci],
+                                             w32[(slice(grp * ci, (grp + 1) * ci), slice(None)) + j])
+                                   for grp in range(G)], axis=1)
+            y[view] = rnd(y[view] + rnd(f64(part), out), out)
+        y = y[(slice(None), slice(None)) + crop]
+        if len(inputs) > 2 and inputs[2] is not None:
+            y = y + f64(inputs[2]).reshape((1, -1) + (1,) * (y.ndim - 2))
+        return finish(y, out, "rne", seed)
+
+
+variant("conv_transpose", "col2im16", "rounding", True,
+        "GEMM + col2im with the scatter-add in the 16-bit output format (PyTorch CPU's fp16 conv_transpose, "
+        "and its bf16 one without oneDNN bf16 kernels): per-tap fp32 channel sums rounded to 16 bits, added "
+        "tap by tap into a 16-bit output, then the bias: evidence for the stored16 standards only",
+        lambda out, f, p: out.name in ("bfloat16", "float16"), acc_formats=FP32_ONLY)(_col2im16)
+
+
+def _torch_col2im16_path(out: Format, fmts: list, params: Any) -> bool:
+    """torch CPU in a 16-bit format that it scatter-adds in (:func:`torch_conv_transpose_col2im16`)."""
+    return (torch_same_format(out, fmts, params) and out.name in ("float16", "bfloat16")
+            and torch_conv_transpose_col2im16(out.name))
+
+
+variant("conv_transpose", "torch-cpu-col2im16", "library", True,
+        "torch CPU F.conv_transpose1d/2d/3d in a 16-bit format it scatter-adds in on this machine (float16; "
+        "bfloat16 without oneDNN bf16): the col2im16 arithmetic, evidence for the stored16 standards only",
+        _torch_col2im16_path, acc_formats=FP32_ONLY)(_torch_conv_transpose)
+
+
 # ---------------------------------------------------------------------------------------------
 # bugs
 # ---------------------------------------------------------------------------------------------

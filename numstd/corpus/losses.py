@@ -16,7 +16,9 @@ from the float64 loss by more than 8 output ULPs plus ``32 u_fp32 (max|x| + log 
 ``d = RN(a - b)``, ``q = RN(d * d)`` in the accumulation format, the ``q`` summed sequentially,
 pairwise, as a tree, in blocks of 128, split in 4, by Kahan, or by FMA (``s = RN(s + d * d)``, the
 square not rounded), then ``RN(s / K)`` or ``RN(s * RN(1/K))``; numpy's float32 ``mean(d * d)``;
-torch CPU (which stores ``d`` and ``d²`` in a 16-bit input's dtype).  Bugs: the sum returned for
+torch CPU (which stores ``d`` and ``d²`` in a 16-bit input's dtype); ``stored16``, that 16-bit
+arithmetic (evidence for the stored16 standards; huber / smooth_l1: ``stored16-arith``, every
+operation of the term in 16 bits; hinge: ``stored16``, ``RN16(margin - x)``).  Bugs: the sum returned for
 the mean and the mean for the sum, ``|d|`` for ``d²`` (the missing square), a ``K − 1`` denominator,
 the square of the mean difference, ½·MSE, a running sum in the output format or in bfloat16, the
 last block of 128 dropped, truncation of the final rounding, zeros.
@@ -323,6 +325,29 @@ variant("mse_loss", "torch-cpu", "library", True,
         "16 bits, the mean accumulated in float32)", torch_same_format, acc_formats=FP32_ONLY)(_torch_mse)
 
 
+def _stored16_only(out: Format, fmts: Any, params: Mapping[str, Any]) -> bool:
+    """A 16-bit output: the stored16 models store intermediates in it."""
+    return out.name in ("bfloat16", "float16")
+
+
+def _stored_squares_finite(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The stored RN16(RN16(d)^2) are finite: a d^2 above the format's largest value stored as inf is
+    the documented defect torch-cpu-mse-loss-fp16-overflow, not legitimate stored16 arithmetic."""
+    with np.errstate(all="ignore"):
+        d = f64(Work(out).q(f64(inputs[0]) - f64(inputs[1])))
+        return bool(np.all(np.isfinite(f64(Work(out).q(d * d)))))
+
+
+@_mse("stored16", "rounding", True,
+      "PyTorch CPU's 16-bit mse_loss: d = RN16(a - b) and d^2 = RN16(d^2) stored in the 16-bit output "
+      "format, the terms summed in float32, RN(s / K): evidence for the stored16 standards only, on "
+      "inputs whose stored squares are finite", applies=_stored16_only, observable=_stored_squares_finite)
+def _mse_stored16(inputs, w, params, out):
+    o = Work(out)
+    d = o.q(w.q(w.load(inputs[0]) - w.load(inputs[1])))
+    return _mse_reduce(o.q(w.q(d * d)), params, w, "pairwise")
+
+
 def _mse_exact(inputs: list, params: Mapping[str, Any]) -> np.ndarray:
     q = (f64(inputs[0]) - f64(inputs[1])) ** 2
     red = params.get("reduction", "mean")
@@ -474,15 +499,17 @@ def _thr(op: str, params: Mapping[str, Any]) -> float:
 
 def _hub_terms(op: str, inputs: list, w: Work, params: Mapping[str, Any], *, form: str = "torch",
                absolute: bool = True, branch: bool = True, offset: bool = True, half: bool = True,
-               divide: bool = True) -> np.ndarray:
+               divide: bool = True, stored: Format | None = None) -> np.ndarray:
     """The terms in the working format, every operation rounded; ``form`` "torch" is torch's
     ``0.5 z z`` / ``delta (z - 0.5 delta)`` (smooth_l1 ``0.5 z z / beta`` / ``z - 0.5 beta``),
     "expanded" the linear branch ``delta z - 0.5 delta^2`` (smooth_l1: ``z z (0.5 / beta)``), "scaled"
     smooth_l1 as huber(d, beta) / beta.  The keywords off are the bugs: ``absolute`` (signed d in the
     test and the linear branch), ``branch`` (always quadratic), ``offset`` (no ``- 0.5 delta``),
-    ``half`` (no 0.5 in the quadratic branch), ``divide`` (smooth_l1 without ``/ beta``)."""
+    ``half`` (no 0.5 in the quadratic branch), ``divide`` (smooth_l1 without ``/ beta``); ``stored``:
+    the difference rounded to that (16-bit) format before the rest (PyTorch CPU's stored ``d``)."""
     t = _thr(op, params)
     d = w.q(w.load(inputs[0]) - w.load(inputs[1]))
+    d = Work(stored).q(d) if stored is not None else d
     z = np.abs(d) if absolute else d
     tc, hc = w.c(t), w.c(0.5 * t)
     sq = w.q(z * z)
@@ -617,6 +644,15 @@ for _op in _HUBER_OPS:
     variant(_op, "torch-cpu", "library", True, f"torch.nn.functional.{_op} on CPU in the inputs' dtype",
             torch_same_format, acc_formats=FP32_ONLY)(_torch_hub(_op))
 del _op
+
+
+@_hub("stored16-arith", "rounding", True,
+      "PyTorch CPU's bf16 huber_loss and fp16 smooth_l1_loss: every operation of the term (d, the "
+      "threshold, its half, the product, subtraction, division) rounded to the 16-bit output format "
+      "(bit for bit torch's 'none' output), the terms summed pairwise in float32, RN(s / K): evidence "
+      "for the stored16 standards only", applies=_stored16_only)
+def _hub_stored16(op, inputs, w, params, out):
+    return _mse_reduce(_hub_terms(op, inputs, Work(out), params), params, w, "pairwise")
 
 
 @_hub("sum-not-mean", "scale", False, "reduction='mean' returning the sum of the terms", applies=_mse_is("mean"))
@@ -1037,11 +1073,12 @@ def _nll_zeros(inputs, w, params, out):
 
 
 def _hinge_terms(inputs: list, w: Work, params: Mapping[str, Any], *, clamp: bool = True, flip: bool = False,
-                 sign: float = 1.0) -> np.ndarray:
+                 sign: float = 1.0, stored: Format | None = None) -> np.ndarray:
     """``x`` (target 1) or ``RN(max(0, RN(margin - x)))`` (target -1) in the working format; the bugs:
     ``clamp`` False (the max forgotten), ``flip`` (the branches swapped), ``sign`` -1 (``-x`` for target 1)."""
     x, y = w.load(inputs[0]), f64(inputs[1])
     h = w.q(w.c(params.get("margin", 1.0)) - x)
+    h = Work(stored).q(h) if stored is not None else h  # (PyTorch CPU stores margin - x in a 16-bit input's dtype)
     h = np.maximum(h, 0.0) if clamp else h
     pos = (y == 1) if not flip else (y != 1)
     return np.where(pos, sign * x, h)
@@ -1078,6 +1115,14 @@ def _torch_hinge(inputs, params, out, acc, seed):
 variant("hinge_embedding_loss", "torch-cpu", "library", True,
         "torch.nn.functional.hinge_embedding_loss on CPU in the inputs' dtype", torch_same_format,
         acc_formats=FP32_ONLY)(_torch_hinge)
+
+
+@_hinge("stored16", "rounding", True,
+        "PyTorch CPU's 16-bit hinge_embedding_loss: RN16(margin - x) stored in the 16-bit output format, "
+        "the terms summed pairwise in float32, RN(s / K): evidence for the stored16 standards only",
+        applies=_stored16_only)
+def _hinge_stored16(inputs, w, params, out):
+    return _mse_reduce(_hinge_terms(inputs, w, params, stored=out), params, w, "pairwise")
 
 
 @_hinge("missing-clamp", "formula-error", False, "margin - x without the max(0, .)", observable=True)

@@ -4,8 +4,8 @@ candidate file (``ModelNew``) and grade them (:func:`grade_files`).
 Both are loaded with :mod:`importlib` from their paths (executed as Python modules — never
 unpickled); with ``isolate=True`` the candidate file is never executed in this process
 (:class:`numstd.grade.isolated.IsolatedCandidate`).  ``max_dim=N`` caps the problem's size
-constants: every module-level ``int`` of the problem file greater than N (booleans excluded) is set
-to N before ``get_inputs``/``get_init_inputs`` run, so a problem sized for a GPU grades on a CPU in
+constants: every module-level ``int`` of the problem file greater than N (booleans excluded), and
+every element of a module-level tuple of ints, is set to N before ``get_inputs``/``get_init_inputs`` run, so a problem sized for a GPU grades on a CPU in
 seconds.  The command line is ``python -m numstd grade`` (:mod:`numstd.cli.grade`).
 """
 
@@ -101,6 +101,7 @@ def file_inputs(path: str | Path) -> Any:
 def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
     """Set every public module-level ``int`` greater than ``max_dim`` to ``max_dim``.
 
+    Tuples of ints (shape constants such as ``input_shape = (32768,)``) have each element capped.
     Returns ``{name: (old, new)}`` of the changed constants.  ``bool`` values and names starting
     with ``_`` are left alone; constants computed at import time from others (``K = 2 * dim``) are
     capped independently, since they are module-level ints too.
@@ -109,10 +110,16 @@ def cap_dims(module: ModuleType, max_dim: int) -> dict[str, tuple[int, int]]:
         raise ParameterError(f"--max-dim must be a positive integer, got {max_dim!r}")
     changed = {}
     for key, value in list(vars(module).items()):
-        if key.startswith("_") or type(value) is not int or value <= max_dim:
+        if key.startswith("_"):
             continue
-        setattr(module, key, max_dim)
-        changed[key] = (value, max_dim)
+        if type(value) is int and value > max_dim:
+            setattr(module, key, max_dim)
+            changed[key] = (value, max_dim)
+        elif type(value) is tuple and value and all(type(v) is int for v in value) and max(value) > max_dim:
+            # a shape constant (``input_shape = (32768,)``), capped like the ints it goes with
+            capped = tuple(min(v, max_dim) for v in value)
+            setattr(module, key, capped)
+            changed[key] = (value, capped)
     return changed
 
 

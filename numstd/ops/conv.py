@@ -26,7 +26,7 @@ from ..core.errors import ParameterError, ShapeError
 from .entry import OpInfo, entry
 
 __all__ = ["ENTRIES", "Geometry", "geometry", "im2col", "group_weight", "pad_input", "transposed", "dilate_input",
-           "transpose_weight", "transposed_problem"]
+           "transpose_weight", "transposed_problem", "col2im_taps"]
 
 _PADDING_MODES = ("valid", "same")
 
@@ -267,6 +267,29 @@ def transposed_problem(x: Any, w: Any, params: Mapping[str, Any]) -> tuple[np.nd
     return dilate_input(np.asarray(x), stride), transpose_weight(np.asarray(w), g.groups), g, terms
 
 
+def col2im_taps(x_shape: Sequence[int], w_shape: Sequence[int], params: Mapping[str, Any]
+                ) -> tuple[tuple[int, ...], tuple[slice, ...], list[tuple[tuple[int, ...], tuple[slice, ...]]]]:
+    """The col2im (GEMM + scatter-add) form of ``conv_transpose``: ``(wide, crop, taps)``.
+
+    Kernel tap ``j`` (in kernel-index order, the order of torch's ``col2im`` / ``vol2col`` loops)
+    adds ``x[n, :, i] . weight[:, o, j]`` (a sum over the group's input channels) into the
+    uncropped output of spatial size ``wide`` at ``i * stride + j * dilation``: ``taps`` lists
+    ``(j, slices of wide)``; the op's output is ``wide[crop]`` (``crop`` removes ``padding``).
+    """
+    g, _ = transposed(x_shape, w_shape, params)
+    nd = g.nd
+    s = _per_dim("conv_transpose", "stride", params["stride"], nd)
+    d = _per_dim("conv_transpose", "dilation", params["dilation"], nd)
+    p = _per_dim("conv_transpose", "padding", params["padding"], nd)
+    o = _per_dim("conv_transpose", "output_padding", params["output_padding"], nd)
+    n_in = tuple(int(v) for v in x_shape[2:])
+    wide = tuple((n - 1) * ss + dd * (k - 1) + 1 + oo for n, ss, dd, k, oo in zip(n_in, s, d, g.kernel, o))
+    taps = [(j, tuple(slice(j[i] * d[i], j[i] * d[i] + (n_in[i] - 1) * s[i] + 1, s[i]) for i in range(nd)))
+            for j in np.ndindex(*g.kernel)]
+    crop = tuple(slice(q, q + m) for q, m in zip(p, g.out_size))
+    return wide, crop, taps
+
+
 def im2col(xp: np.ndarray, g: Geometry, group: int, rows: np.ndarray) -> np.ndarray:
     """The implicit-GEMM rows of one group: ``(len(rows), C_in/groups × prod(kernel))``.
 
@@ -332,7 +355,7 @@ ENTRIES: tuple[OpInfo, ...] = (
               'zero-dilated input with the flipped, channel-swapped weight; K = the largest number of nonzero '
               'products of an output, C_in/groups × prod(ceil(k / (stride / gcd(stride, dilation)))).'
           ),
-          shape=_conv_transpose_shape, reference="conv:conv_transpose", corpus="conv", terms=("absdot", "K"),
+          shape=_conv_transpose_shape, reference="conv:conv_transpose", corpus="conv", terms=("absdot", "K", "s16", "a16"),
           param_checks={"stride": _int_or_tuple("stride", 1, "positive"),
                         "padding": _int_or_tuple("padding", 0, "non-negative"),
                         "output_padding": _int_or_tuple("output_padding", 0, "non-negative"),

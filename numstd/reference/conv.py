@@ -25,7 +25,7 @@ import numpy as np
 from ..ops.conv import geometry, group_weight, im2col, pad_input, transposed_problem
 from .contraction import CACHE_KEY, RESOLUTION_KEY, ROW0_KEY, ROW_BLOCK, _float32_exact, dot
 
-__all__ = ["conv", "conv_transpose", "BLOCK_ELEMENTS"]
+__all__ = ["conv", "conv_transpose", "col2im16_terms", "BLOCK_ELEMENTS"]
 
 BLOCK_ELEMENTS: int = 1 << 20
 """Most im2col elements (rows × K) one block holds (at least one ROW_BLOCK of rows)."""
@@ -64,9 +64,43 @@ def conv_transpose(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.
     input with the flipped, channel-swapped weight (:func:`numstd.ops.conv.transposed`; the
     inserted zeros are exact zero products), aux ``K`` the largest number of nonzero products."""
     x_in, w_in, b_in = arrays
-    xd, wt, g, terms = transposed_problem(np.asarray(x_in, dtype=np.float64), np.asarray(w_in, dtype=np.float64),
-                                          params)
-    return _core(x_in, w_in, b_in, xd, wt, g, terms, params)
+    x64, w64 = np.asarray(x_in, dtype=np.float64), np.asarray(w_in, dtype=np.float64)
+    xd, wt, g, terms = transposed_problem(x64, w64, params)
+    values, bound, aux = _core(x_in, w_in, b_in, xd, wt, g, terms, params)
+    s16, a16 = col2im16_terms(x64, w64, params)
+    return values, bound, dict(aux, s16=s16, a16=a16)
+
+
+def col2im16_terms(x: np.ndarray, w: np.ndarray, params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """aux of the stored16 conv_transpose standards (docs/methodology.md §12): a col2im in a 16-bit
+    format rounds every tap's channel sum ``P_j`` and every running sum ``S_k = P_1 + ... + P_k``
+    after the first (``k >= 2``) to 16 bits, the taps added in kernel-index order
+    (:func:`numstd.ops.conv.col2im_taps`).  Returns, per output element, ``s16 = sqrt(sum_j P_j^2 +
+    sum_{k>=2} S_k^2)`` and ``a16 = sum_j |P_j| + sum_{k>=2} |S_k|`` (float64 sums of the exact
+    products; the factor ``1 + 2^-7`` covers their float64 rounding and the second-order terms of
+    the 16-bit roundings, ``u16 <= 2^-8``)."""
+    from ..ops.conv import col2im_taps
+
+    wide, crop, taps = col2im_taps(x.shape, w.shape, params)
+    G = int(params["groups"])
+    ci, co = w.shape[0] // G, w.shape[1]
+    shape = (x.shape[0], G * co) + wide
+    run, cnt = np.zeros(shape), np.zeros(shape[:1] + (1,) + wide, dtype=np.int32)
+    sq, ab = np.zeros(shape), np.zeros(shape)
+    for j, sl in taps:
+        view = (slice(None), slice(None)) + sl
+        part = np.concatenate([np.einsum("nc...,co->no...", x[:, grp * ci:(grp + 1) * ci],
+                                         w[(slice(grp * ci, (grp + 1) * ci), slice(None)) + j]) for grp in range(G)],
+                              axis=1)
+        later = cnt[view] > 0  # (the first tap into a zero output is exact)
+        new = run[view] + part
+        sq[view] += part * part + np.where(later, new * new, 0.0)
+        ab[view] += np.abs(part) + np.where(later, np.abs(new), 0.0)
+        run[view] = new
+        cnt[view] += 1
+    out = (slice(None), slice(None)) + crop
+    f = 1.0 + 2.0 ** -7
+    return f * np.sqrt(sq[out]), f * ab[out]
 
 
 def _core(x_in: np.ndarray, w_in: np.ndarray, b_in: np.ndarray | None, x: np.ndarray, w: np.ndarray, g,

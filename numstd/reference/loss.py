@@ -58,6 +58,20 @@ hinge_embedding_loss: ``l_i = x_i`` (target 1, exact) or ``max(0, margin - x_i)`
 difference rounded once: ``u |l_i|``); summed in double-double.  aux: ``K`` (numel, 1 for none) and
 ``mag``, ``|l_i| + |margin|`` on the active margin terms and ``|l_i|`` elsewhere, reduced like the
 values (an fp32 kernel also rounds the margin).
+
+stored16 aux (mse_loss, huber_loss, smooth_l1_loss, hinge_embedding_loss; docs/methodology.md §11):
+a 16-bit kernel that stores intermediates of term i in the 16-bit type moves the term by at most
+``u16 c_i``: mse ``c_i = 3.02 q_i`` (``RN16(d)`` moves ``d^2`` by ``2 u16 d^2``, ``RN16(d^2)`` by
+``u16 d^2``; ``(1 + u16)^3 - 1 <= 3.02 u16`` for ``u16 <= 2^-8``); huber / smooth_l1: every
+primitive of the term rounded to 16 bits (torch's bf16 huber and fp16 smooth_l1: ``d``, the
+threshold ``t = RN16(delta)``, ``RN16(0.5 t)``, the product / subtraction / division).  The per-term
+roundings give ``c_i`` (huber: quadratic 3 q_i, linear 4 q_i: d 2, subtraction 1, product 1;
+smooth_l1: quadratic 4 q_i: d 2, product 1, division 1, linear 3 q_i: d 2, subtraction 1); the
+threshold's two roundings are shared by every term, so they add up, not at random: aux ``h16``,
+``sum h_i / div`` with huber ``h_i = 3 q_i`` on the linear branch (t 2, t/2 1), smooth_l1 ``q_i``
+(quadratic, t) and ``2 q_i`` (linear, t and t/2); all times 1.01 for the second-order terms.
+hinge ``c_i = h_i`` on the margin terms (the stored ``RN16(margin - x_i)``).  aux ``s16 = sqrt(sum c_i^2) / div`` and
+``a16 = sum c_i / div`` (``div`` the mean's denominator, 1 for sum; ``c_i`` itself for none).
 """
 
 from __future__ import annotations
@@ -68,7 +82,7 @@ from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
-           "KL_TERM_C"]
+           "KL_TERM_C", "stored16_aux"]
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
 MSE_TERM_C = 3.01
@@ -121,7 +135,8 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         d = np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64)
         q = d * d
-    return _reduce_terms(q, MSE_TERM_C, params["reduction"])
+        s16 = 3.02 * q  # stored d (2 q) and stored d^2 (q), in units of u16 (module docstring)
+    return _reduce_terms(q, MSE_TERM_C, params["reduction"], s16)
 
 
 def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -130,7 +145,10 @@ def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
         q = np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
-    return _reduce_terms(q, HUBER_TERM_C, params["reduction"])
+        quad = z < delta
+        s16 = 1.01 * np.where(quad, 3.0 * q, 4.0 * q)  # per-term roundings of the 16-bit term (module docstring)
+        h16 = 1.01 * np.where(quad, 0.0, 3.0 * q)  # the shared threshold roundings RN16(delta), RN16(delta / 2)
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16)
 
 
 def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -139,15 +157,38 @@ def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.
     with np.errstate(over="ignore", invalid="ignore"):
         z = np.abs(np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64))
         q = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
-    return _reduce_terms(q, HUBER_TERM_C, params["reduction"])
+        quad = (z < beta) if beta else np.zeros(np.shape(z), bool)
+        s16 = 1.01 * np.where(quad, 4.0 * q, 3.0 * q)  # per-term roundings of the 16-bit term (module docstring)
+        h16 = 1.01 * np.where(quad, 1.0 * q, 2.0 * q)  # the shared threshold roundings RN16(beta), RN16(beta / 2)
+    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16)
 
 
-def _reduce_terms(q: np.ndarray, c: float, reduction: str) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Non-negative float64 terms ``q`` (each within ``c u q``) reduced in double-double."""
+def stored16_aux(c: np.ndarray, div: float | None) -> dict:
+    """aux of the stored16 losses from the per-term sensitivities ``c_i`` (in units of ``u16``: a
+    16-bit kernel's stored intermediates move term i by at most ``u16 c_i``): ``s16 = sqrt(sum c_i^2)
+    / div`` and ``a16 = sum c_i / div`` (``div``: 1 for sum, the mean's denominator; ``None`` for
+    ``reduction="none"``: both are ``c_i``)."""
+    if div is None:
+        return {"s16": c, "a16": c}
+    flat = np.asarray(c, dtype=np.float64).reshape(-1)
+    fin = flat[np.isfinite(flat)]
+    d = float(div) if div else 1.0
+    return {"s16": np.asarray(float(np.sqrt(np.sum(fin * fin))) / d), "a16": np.asarray(float(np.sum(fin)) / d)}
+
+
+def _reduce_terms(q: np.ndarray, c: float, reduction: str, s16: np.ndarray, h16: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Non-negative float64 terms ``q`` (each within ``c u q``) reduced in double-double; ``s16`` the
+    terms' independent stored16 sensitivities (:func:`stored16_aux`), ``h16`` the shared ones (aux
+    ``h16``: their sum reduced like the loss)."""
     if reduction == "none":
-        return q, c * U * q, {"K": np.asarray(1.0)}
+        extra = {} if h16 is None else {"h16": h16}
+        return q, c * U * q, {"K": np.asarray(1.0), **stored16_aux(s16, None), **extra}
     k = q.size
-    aux = {"K": np.asarray(float(k))}
+    div = k if reduction == "mean" else 1
+    aux = {"K": np.asarray(float(k)), **stored16_aux(s16, div)}
+    if h16 is not None:
+        aux["h16"] = stored16_aux(h16, div)["a16"]
     if k == 0:  # (mean of nothing is refused by the entry's shape rule)
         return np.asarray(0.0), np.asarray(0.0), aux
     flat = q.reshape(-1)
@@ -238,12 +279,14 @@ def hinge_embedding_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarra
         loss = np.where(y == 1, x, hinge)
         per = np.where(y == 1, 0.0, U * hinge)
         m = np.abs(loss) + np.where((y != 1) & (hinge > 0), abs(margin), 0.0)
+        s16 = np.where(y == 1, 0.0, hinge)  # the stored RN16(margin - x) of the margin terms
     reduction = params["reduction"]
     if reduction == "none":
-        return loss, per, {"K": np.asarray(1.0), "mag": m}
+        return loss, per, {"K": np.asarray(1.0), "mag": m, **stored16_aux(s16, None)}
     k = loss.size
     div = k if reduction == "mean" else 1
-    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(float(np.sum(m)) / div if div else 0.0)}
+    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(float(np.sum(m)) / div if div else 0.0),
+           **stored16_aux(s16, div)}
     if k == 0:
         return np.asarray(0.0), np.asarray(0.0), aux
     flat = loss.reshape(-1)
