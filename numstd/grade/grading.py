@@ -331,6 +331,10 @@ def _entry_call(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, 
     return None
 
 
+#: the recorder keeps call results (for numstd.grade.compose's data flow) up to this many calls
+_KEEP_RESULTS = 16
+
+
 def _recorder() -> Any:
     """A TorchFunctionMode that records the calls a forward makes (not the calls inside them)."""
     return _recorder_class()()
@@ -344,12 +348,19 @@ def _recorder_class() -> type:
         def __init__(self) -> None:
             super().__init__()
             self.calls: list[tuple[str, tuple, dict]] = []
+            self.results: list[Any] = []  # (each recorded call's result: compositions follow the data flow)
 
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
             if name not in _IGNORED:
                 self.calls.append((name, args, dict(kwargs)))
+                out = func(*args, **kwargs)
+                if len(self.calls) <= _KEEP_RESULTS:
+                    self.results.append(out)
+                else:  # (a longer forward is no composition: its intermediates are not held)
+                    self.results.clear()
+                return out
             return func(*args, **kwargs)
 
     return _Record
@@ -387,7 +398,10 @@ class CaseRun:
         Positions of inputs the candidate wrote into.
     op_call : tuple or None
         ``(op, inputs, params, torch function name)`` of the catalog op the reference's forward
-        consisted of.
+        consisted of; for a composition (:mod:`numstd.grade.compose`) the name is
+        ``"composition <pattern>: <expression>"``, kept only where every case confirms it.
+    op_view : View or None
+        How the module's output maps onto the composition's op (a reshape or moveaxis), or None.
     inputs : list
         The working-format inputs as numpy (kept only when asked: a declared op needs them).
     order : str
@@ -415,6 +429,7 @@ class CaseRun:
     reproducible: bool | None = None
     cached: str = ""
     input_elements: int = 0
+    op_view: Any = None
 
 
 def _seed_of(seed: int, trial: int, dist: str) -> int:
@@ -688,6 +703,7 @@ def run_cases(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence
     fmt = _working_format(dtype, setup.samples[0], setup.adapter)
     runs = _run_all(setup, fmt, _distributions(list(distributions), None), seed,
                     detect_op and setup.adapter.name == "torch", keep_inputs)
+    _confirm_compositions(runs)  # (a composition's op_call stays only where every case confirms it)
     return fmt, runs, setup.adapter.name
 
 
@@ -718,12 +734,17 @@ def _run_one(adapter: _Adapter, truth_fn: Callable, base_fn: Callable, cand_fn: 
     except Exception as exc:  # noqa: BLE001 - the reference must run: that is a usage error
         raise NumstdError(f"the reference raised {type(exc).__name__}: {exc} in float64 ({where}); "
                           "grade needs a reference that runs in float64 on the suite's inputs") from exc
-    op_call = None
+    op_call, op_view = None, None
     try:
         if record:
             rec = _recorder()
             base_out = stats.timed("reference", adapter.call, base_fn, base_in, recorder=rec)
             op_call = _detected_op(rec.calls)
+            # compositions of torch calls that compute one catalog op (numstd.grade.compose, issue 18
+            # item 11): a proposal that grade confirms on the case's float64 truth before using it
+            composed = None if op_call is not None else _composition(rec, base_in)
+            if composed is not None:
+                op_call, op_view = composed[:4], composed[4]
         else:
             base_out = stats.timed("reference", adapter.call, base_fn, base_in)
         baseline = [np.array(x, copy=True) for x in _leaves(base_out)]
@@ -745,7 +766,14 @@ def _run_one(adapter: _Adapter, truth_fn: Callable, base_fn: Callable, cand_fn: 
     n_in = max((int(np.prod(tuple(x.shape))) for x in work if adapter.is_float(x)), default=0)
     return CaseRun(trial, dist, seed, truth, baseline, candidate, error, mutated, op_call,
                    order="candidate-first" if candidate_first else "reference-first", reproducible=reproducible,
-                   input_elements=n_in)
+                   input_elements=n_in, op_view=op_view)
+
+
+def _composition(rec: Any, module_inputs: list) -> tuple | None:
+    from .compose import match
+
+    calls = [(c, r) for c, r in zip(rec.calls, rec.results) if not _bookkeeping(c[0], c[1])]
+    return match([c for c, _ in calls], [r for _, r in calls], module_inputs)
 
 
 def _require_deterministic(first: list, second: list, where: str) -> None:
@@ -912,6 +940,8 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
 
     cases: list[CaseVerdict] = []
     op_used, op_note, op_failed = None, "", False
+    if declared is None:  # a composition judges by its op standard only where every case confirms it
+        op_note = _confirm_compositions(runs)
     op_found: set = set()  # (op, input format, selectors) whose op standard find_standard has found
     for r in runs:
         params = {"trial": r.trial, "distribution": r.distribution, "seed": r.seed, "order": r.order}
@@ -944,7 +974,8 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
                 find_standard(call[0] if pair else name, inputs=floats[:1], output=std.output.name,
                               **selectors)  # StandardNotFound
                 op_found.add(key)
-            ov = check(tuple(r.candidate) if pair else r.candidate[0], op=name, inputs=inputs, **oparams)
+            y = r.candidate[0] if r.op_view is None else r.op_view.apply(r.candidate[0])
+            ov = check(tuple(r.candidate) if pair else y, op=name, inputs=inputs, **oparams)
         except NumstdError as exc:
             op_failed, op_note = True, f"{name} not judged by an op standard: {exc}"
             continue
@@ -952,7 +983,8 @@ def grade(reference: Any, candidate: Any, make_inputs: Callable[[], Sequence[Any
         op_note = f"{name} ({how}); judged by {ov.standard_id} too"
         ov = replace(ov, params=dict(ov.params, **params))
         if proto.diagnose and not ov.passed and not pair:
-            ov = replace(ov, diagnosis=_diagnose_op(r.candidate[0], r.truth[0], ov, name, inputs, oparams))
+            t = r.truth[0] if r.op_view is None else r.op_view.apply(r.truth[0])
+            ov = replace(ov, diagnosis=_diagnose_op(y, t, ov, name, inputs, oparams))
         cases.append(CaseVerdict(r.trial, r.distribution, r.seed, "op", ov))
     if progress is not None:  # (the second shape set may have been skipped: the bar ends here either way)
         progress(n_cases, n_cases)
@@ -988,7 +1020,7 @@ def _diagnose_case(r: CaseRun, fmt: Any, adapter: _Adapter, declared: tuple | No
         except ValueError:
             return ()
     call = _op_call_for(declared, r)
-    if call is not None and y.shape == t.shape:
+    if call is not None and y.shape == t.shape and r.op_view is None:
         name, inputs, oparams, _ = call
         return _diagnose_op(y, t, None, name, inputs, oparams, fmt)
     return diagnose(y, t, fmt=fmt, inputs=None, rerun=None)
@@ -1022,7 +1054,34 @@ def _op_call_for(declared: tuple | None, r: CaseRun) -> tuple | None:
         return declared[0], _declared_inputs(r), declared[1], "declared"
     if r.op_call is not None:
         name, inputs, params, fname = r.op_call
+        if fname.startswith("composition "):
+            view = f"; {r.op_view.note}" if r.op_view is not None else ""
+            return name, inputs, params, (f"detected: the reference's forward is the {fname}{view}; its float64 "
+                                          "output is the op's float64 reference on every case")
         return name, inputs, params, f"detected: the reference's forward is one call of torch {fname}"
+
+
+def _confirm_compositions(runs: list[CaseRun]) -> str:
+    """Drop every case's composition unless the op's float64 reference reproduces each case's float64
+    truth (:func:`numstd.grade.compose.confirm`); the op note saying why, or empty."""
+    from .compose import confirm
+
+    composed = [r for r in runs if r.op_call is not None and r.op_call[3].startswith("composition ")]
+    why = ""
+    for r in composed:
+        if len(r.truth) != 1:
+            why = "one output expected"
+        else:
+            why = confirm(r.op_call[0], r.op_call[1], r.op_call[2], r.truth[0], r.op_view)
+        if why:
+            why = (f"none: the reference's calls match the {r.op_call[3]}, but not its behaviour on "
+                   f"{r.distribution} inputs of trial {r.trial}: {why}; not judged by {r.op_call[0]}'s standard")
+            break
+    if why or (composed and len(composed) != len(runs)):
+        why = why or "none: the composition was recognised on some cases only; not judged by an op standard"
+        for r in composed:
+            r.op_call, r.op_view = None, None
+    return why
     return None
 
 
