@@ -248,3 +248,62 @@ def test_torch_cpu_autocast_lower_precision_ops_pass(fmt):
         assert y.dtype == tdt, op
         v = numstd.check(y.float().numpy().astype(FMTS[fmt]), op=op, inputs=ins)
         assert v.passed and "-FP32-TO-" in v.standard_id, (op, v.message)
+
+
+#: ops on CUDA autocast's fp32 list only (torch 2.13's CPU autocast leaves them 16-bit), with params
+CUDA_FP32 = [("rms_norm", "RMSNORM", {"eps": 1e-6}), ("group_norm", "GROUPNORM", {"num_groups": 4}),
+             ("cosine_similarity", "COSINESIMILARITY", {}), ("normalize", "NORMALIZE", {})]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op,stem,params", CUDA_FP32)
+def test_cuda_fp32_list_ops_of_16bit_inputs(op, stem, params, fmt):
+    """torch float64 on the widened 16-bit inputs, rounded to fp32, passes the -TO-FP32 standard
+    chosen by default; the same result rounded to the 16-bit type and widened fails."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    dt = FMTS[fmt]
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((16, 8, 64)) * 2 + 0.5).astype(dt)
+    t = torch.from_numpy(x.astype(np.float64))
+    if op == "rms_norm":
+        w = rng.standard_normal(64).astype(dt)
+        ins, y = [x, w], F.rms_norm(t, (64,), torch.from_numpy(w.astype(np.float64)), eps=1e-6)
+    elif op == "group_norm":
+        w, b = rng.standard_normal(8).astype(dt), rng.standard_normal(8).astype(dt)
+        ins = [x, w, b]
+        y = F.group_norm(t, 4, torch.from_numpy(w.astype(np.float64)), torch.from_numpy(b.astype(np.float64)), eps=1e-5)
+    elif op == "cosine_similarity":
+        x2 = rng.standard_normal(x.shape).astype(dt)
+        ins, y = [x, x2], F.cosine_similarity(t, torch.from_numpy(x2.astype(np.float64)), dim=1, eps=1e-8)
+    else:
+        ins, y = [x], F.normalize(t, p=2.0, dim=1, eps=1e-12)
+    y32 = y.numpy().astype(np.float32)
+    v = numstd.check(y32, op=op, inputs=ins, **params)
+    assert v.passed, v.message
+    assert v.standard_id == f"NS-{stem}-{TAG[fmt]}-TO-FP32@1"
+    assert v.formats["inputs"][0] == fmt and v.formats["output"] == "float32"
+    assert not numstd.check(y32.astype(dt).astype(np.float32), op=op, inputs=ins, **params).passed
+
+
+def test_every_autocast_combination_selects_one_standard_without_ambiguity():
+    """For each op of both lists and each 16-bit type, the call's formats (every floating input in
+    the input type, the output in the other) select exactly the mixed standard by default:
+    find_standard neither raises StandardNotFound nor AmbiguousStandard. Float32 inputs of the
+    fp32-list ops still select the same-format fp32 standard."""
+    from numstd.catalog.registry import find_standard
+    from numstd.ops import OPS
+
+    def floats(op, fmt):
+        n = sum(1 for name in OPS[op].inputs if name not in ("target",))
+        return [fmt] * max(n, 1)
+
+    for fmt in ("bfloat16", "float16"):
+        for op, stem in LOWER:
+            s = find_standard(op, inputs=floats(op, "float32"), output=fmt)
+            assert s.id == f"NS-{stem}-FP32-TO-{TAG[fmt]}" and s.policy == "fp32", (op, fmt, s.key)
+        for op, stem in LOSSES + [(o, s) for o, s, _ in CUDA_FP32]:
+            s = find_standard(op, inputs=[fmt], output="float32")
+            assert s.id == f"NS-{stem}-{TAG[fmt]}-TO-FP32", (op, fmt, s.key)
+            assert find_standard(op, inputs=["float32"], output="float32").id.endswith("-FP32")
