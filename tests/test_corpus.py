@@ -102,6 +102,11 @@ CASES.update({
     **{op: [(_POOL_SHAPES[int(op[-2])], _MAXP, f, f) for f in (BF, F32, "float16")] for op in MAX_POOLS},
     **{op: [(_POOL_SHAPES[int(op[-2])], _AVGP, f, f) for f in (BF, F32)] for op in AVG_POOLS},
 })
+# torch.autocast's lower-precision list: float32 inputs, 16-bit output (numstd/corpus/autocast.py)
+for _op in ("matmul", "linear", "conv", "conv_transpose", "attention"):
+    _shape = CASES[_op][0][0]
+    # (matmul's F32 -> BF case is left out: its TF32-input bug cannot show under a bf16 output)
+    CASES[_op] = CASES[_op] + [(_shape, {}, F32, o) for o in ((BF, "float16") if _op != "matmul" else ("float16",))]
 CASES["gelu"] = CASES["gelu"] + [((2048,), {"approximate": "tanh"}, f, f) for f in (BF, F32)]
 CASES["clamp"] = [((2048,), {"min": -0.5, "max": 1.0}, f, f) for f in (BF, F32)] + [((2048,), {"min": 0.1}, BF, BF)]
 for _op, _p in (("elu", {"alpha": 0.5}), ("celu", {"alpha": 2.5}), ("leaky_relu", {"negative_slope": 0.2}),
@@ -219,9 +224,13 @@ def _softmax64(x, axis):
 
 def reference(op, arr, p, out, name=""):
     """(float64 reference, bound of a legitimate variant); references beyond the output format's
-    range are replaced by the infinity (or NaN) they round to."""
+    range are replaced by the infinity (or NaN) they round to. For torch.autocast's variants
+    (``autocast-*``) the truth is the op on the float32 inputs rounded to the 16-bit output format,
+    which is what autocast computes."""
     from numstd.formats import round_to
 
+    if name.startswith("autocast-"):
+        arr = [round_to(x, out) if isinstance(x, np.ndarray) and x.dtype == np.float32 else x for x in arr]
     r, bound = _reference(op, arr, p, out, name)
     with np.errstate(all="ignore"):
         rounded = round_to(r, out).astype(np.float64)

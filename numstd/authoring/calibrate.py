@@ -693,7 +693,7 @@ def _backend_variant(op: str, name: str) -> Any:
 
 
 #: ops torch.autocast runs in the 16-bit type, rounding float32 inputs to it (its "lower precision" list)
-AUTOCAST_16 = ("matmul", "linear", "attention")
+AUTOCAST_16 = ("matmul", "linear", "conv", "conv_transpose", "attention")
 
 
 def _autocast_formats(out: Any, inputs: Sequence[Any]) -> bool:

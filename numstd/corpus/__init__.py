@@ -216,6 +216,10 @@ class _Corpus(Mapping):
             for mod in MODULES:
                 for v in importlib.import_module(f"{__name__}.{mod}").VARIANTS:
                     table.setdefault(v.op, []).append(v)
+            from .autocast import derive  # torch.autocast's lower-precision list: rounded inputs, 16-bit kernel
+
+            for op, vs in derive(table).items():
+                table[op].extend(vs)
             for op, vs in table.items():
                 names = [v.name for v in vs]
                 dup = {n for n in names if names.count(n) > 1}
