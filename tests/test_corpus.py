@@ -254,8 +254,9 @@ def _reference(op, arr, p, out, name=""):
     if op == "conv_transpose":
         r, absd, K = _conv_transpose64(a[0], a[1], a[2] if len(a) > 2 else None, p)
         # col2im in 16 bits: every tap's channel sum and every running sum rounded (each at most absd):
-        # worst case 2 T u_in absd with T <= prod(kernel) taps
-        u_in = _fmt(arr[0].dtype.name).u if (op, name) in EXTRA_ABS else 0.0
+        # worst case 2 T u16 absd with T <= prod(kernel) taps, u16 the storage (output) format's: the
+        # same as the inputs' for 16-bit inputs, and what autocast's rounded inputs are stored in
+        u_in = out.u if (op, name.removeprefix("autocast-")) in EXTRA_ABS else 0.0
         taps = int(np.prod(np.shape(a[1])[2:]))
         return r, 2 * (K + 2) * U * absd + 2 * taps * u_in * absd + rho * ulp(r, out)
     if op in ("sum", "mean"):
