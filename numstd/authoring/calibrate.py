@@ -542,7 +542,7 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
     e1 = np.broadcast_to(m1.pre_rounding(p.env), r.shape) - e0
     b0 = e0 + std.model.rho * ulp(np.abs(r) + e0, std.output) + (std.output.smallest_normal if std.model.ftz else 0.0) \
         + p.ref.error_bound
-    from ..judge.criteria import rounded_specials, spill_mask
+    from ..judge.criteria import exit_mask, rounded_specials, spill_mask
 
     expected = rounded_specials(r, std.output)
     fin = np.isfinite(actual) & np.isfinite(expected)
@@ -550,6 +550,12 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
     spill = spill_mask(std, p.env)  # non-finite outputs the standard allows where intermediates overflow
     if spill is not None:
         mismatch &= ~(np.broadcast_to(spill, r.shape) & ~np.isfinite(actual))
+    exited = exit_mask(std, p.env)  # 0 or non-finite outputs after a range exit: not judged (check's Judge.add)
+    if exited is not None:
+        with np.errstate(invalid="ignore"):
+            free = np.broadcast_to(exited, r.shape) & ((actual == 0) | ~np.isfinite(actual))
+        mismatch &= ~free
+        fin &= ~free
     if mismatch.any():
         return math.inf
     err = np.abs(actual - r)[fin]
