@@ -682,8 +682,6 @@ class Judge:
         else:
             a = np.ascontiguousarray(raw, dtype=np.float64).reshape(-1)
         r = _flat(ref, shape)
-        if exit is not None:
-            a, r = self._drop_exited(a, r, exit, shape)
         # (the compiled judge computes ulp(r) itself from r's exponent bits: reading it costs more)
         u = None if native else ulp_of(r, self.fmt) if ulp is None else _flat(ulp, shape, scalar=True)
         self.n += a.size
@@ -693,6 +691,8 @@ class Judge:
             z = (a == 0) & (r == 0)
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
         b = _flat(bound, shape, scalar=True)
+        if exit is not None:
+            a, r = self._drop_exited(a, r, b, exit, shape)
         pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
         self._spill = None if spill is None else np.broadcast_to(np.asarray(spill, dtype=bool), shape).reshape(-1)
         if shifts is not None:
@@ -713,18 +713,28 @@ class Judge:
             clean = self.compared - before[0] == a.size and self.violations == before[1]
             self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
 
-    def _drop_exited(self, a: np.ndarray, r: np.ndarray, exit: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """``(a, r)`` with the elements after a range exit (``exit`` mask) whose output is 0 or
-        non-finite set to NaN in both (copies; :meth:`add`), counted in ``exited``."""
+    def _drop_exited(self, a: np.ndarray, r: np.ndarray, b: np.ndarray, exit: Any,
+                     shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """``(a, r)`` with the elements after a range exit (``exit`` mask) set to NaN in both (copies;
+        :meth:`add`) and counted in ``exited`` where the output is 0 or non-finite, or finite within
+        its bound ``b`` of a reference that rounds beyond the output format's range (the allowance
+        there, ``subabs``, can straddle the overflow threshold: a finite output is then a legitimate
+        rounding, which the specials comparison alone would reject)."""
         m = np.broadcast_to(np.asarray(exit, dtype=bool), shape).reshape(-1)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
+            fin = np.isfinite(a)
             zero = a == 0
-            free = m & (zero | ~np.isfinite(a))
+            free = m & (zero | ~fin)
+            edge = m & fin & ~zero & ~(np.abs(r) < _overflow_threshold(self.fmt))
+            if edge.any():
+                at = np.asarray(a[edge], dtype=np.float64)
+                edge[edge] = np.abs(at - r[edge]) <= np.broadcast_to(b, a.shape)[edge]
+                free |= edge
         n = int(np.count_nonzero(free))
         if not n:
             return a, r
         self.exited += n
-        self._exit_finite += int(np.count_nonzero(free & zero))
+        self._exit_finite += int(np.count_nonzero(free & fin))
         a, r = a.copy(), r.copy()
         a[free] = np.nan
         r[free] = np.nan
@@ -1136,8 +1146,9 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
                 "(allowed: intermediate_overflow)")
     exited = ""
     if res.exited:
-        exited = (f"; {res.exited:,} element(s) not judged: 0 or non-finite after a product of contiguous factors "
-                  f"may have left the {std.accumulate.name} range (range_exit)")
+        exited = (f"; {res.exited:,} element(s) after a product of contiguous factors may have left the "
+                  f"{std.accumulate.name} range not judged as specials: 0 or non-finite outputs, or finite within the "
+                  "bound of a reference beyond the output's range (range_exit)")
         msg += exited
     out.append(CriterionResult("specials", bad == 0, float(bad), 0.0, msg))
     allowed = math.floor(c.bound_max_fraction * res.n_compared)
