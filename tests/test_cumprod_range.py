@@ -280,3 +280,22 @@ def test_chunk_size_does_not_change_the_verdict():
     b = _check(y, x, "NS-CUMPROD-FP32@3", chunk_size=1000)
     assert a.passed and b.passed
     assert [c.message for c in a.criteria] == [c.message for c in b.criteria]
+
+
+def test_grade_judges_a_torch_cumprod_forward_by_the_op_standard():
+    """KernelBench 90's forward, torch.cumprod(x, dim), is detected and judged by NS-CUMPROD-FP32@3 on
+    every distribution (the wide-range redraw included); the exclusive near-miss fails by it."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from numstd.grade.files import grade_files
+
+    probs = Path(__file__).parent / "problems" / "cumprod"
+    kw = dict(max_dim=16, trials=1, seed=0, secret_seed=0, dtype="float32", shapes2=False)
+    good = grade_files(probs / "problem.py", probs / "faithful.py", **kw)
+    assert good.passed and "NS-CUMPROD-FP32@3" in good.standards
+    ops = [c for c in good.cases if c.kind == "op"]
+    assert {c.distribution for c in ops} >= {"wide", "normal"} and all(c.verdict.passed for c in ops)
+    bad = grade_files(probs / "problem.py", probs / "exclusive.py", **kw)
+    assert not bad.passed
+    assert all(not c.verdict.passed for c in bad.cases if c.kind == "op")
