@@ -299,3 +299,18 @@ def test_grade_judges_a_torch_cumprod_forward_by_the_op_standard():
     bad = grade_files(probs / "problem.py", probs / "exclusive.py", **kw)
     assert not bad.passed
     assert all(not c.verdict.passed for c in bad.cases if c.kind == "op")
+
+
+@pytest.mark.parametrize("fmt,std", [("float32", "NS-CUMPROD-FP32@3"), ("bfloat16", "NS-CUMPROD-BF16@3"),
+                                     ("float16", "NS-CUMPROD-FP16@3")])
+def test_compiled_and_numpy_judges_agree_on_exits(monkeypatch, fmt, std):
+    """The exit handling sits before both judge paths: NUMSTD_NATIVE=0 gives the same verdict."""
+    f = get_format(fmt)
+    x = np.asarray(round_to(_wide((8, 2048), 4, f), f), dtype=np.float64).astype(f.dtype)
+    y = np.asarray(round_to(_seq32(x.astype(np.float32)).astype(np.float64), f), dtype=np.float64).astype(f.dtype)
+    a = numstd.check(y, op="cumprod", inputs=[x], axis=-1, standard=std)
+    monkeypatch.setenv("NUMSTD_NATIVE", "0")
+    b = numstd.check(y, op="cumprod", inputs=[x], axis=-1, standard=std)
+    assert a.passed and b.passed, (a.message, b.message)
+    assert [c.message for c in a.criteria] == [c.message for c in b.criteria]
+    assert a.n_nonfinite == b.n_nonfinite

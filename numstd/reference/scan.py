@@ -74,28 +74,41 @@ def range_walk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     fall, in bits, of ``W_k = Σ_{j<=k} log2|x_j|`` over the contiguous runs of finite nonzero factors
     ending at or before ``k``: ``U_k = max_{i<=j<=k} (W_j − W_{i−1})``, ``D_k = max (W_{i−1} − W_j)``
     with ``i`` after the last zero or non-finite factor before ``j``; both 0 before any factor and
-    non-decreasing along the row."""
+    non-decreasing along the row.  Rows without such a factor are done with running extrema
+    (``U_k = max(0, max_{j<=k} (W_j − min(0, min_{i<j} W_i)))``); the others step along the row."""
     up = np.zeros(x.shape, dtype=np.float64)
     down = np.zeros(x.shape, dtype=np.float64)
     n = x.shape[-1]
-    if n == 0:
+    if n == 0 or x.size == 0:
         return up, down
     ok = np.isfinite(x) & (x != 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         lx = np.where(ok, np.log2(np.abs(np.where(ok, x, 1.0))), 0.0)
-    lead = x.shape[:-1]
+    clean = ok.all(axis=-1)
+    if clean.any():
+        w = np.cumsum(lx[clean], axis=-1)
+        prev = np.concatenate([np.zeros(w.shape[:-1] + (1,)), w[..., :-1]], axis=-1)  # W_{k-1}, W_{-1} = 0
+        up[clean] = np.maximum(np.maximum.accumulate(w - np.minimum.accumulate(prev, axis=-1), axis=-1), 0.0)
+        down[clean] = np.maximum(np.maximum.accumulate(np.maximum.accumulate(prev, axis=-1) - w, axis=-1), 0.0)
+    if clean.all():
+        return up, down
+    rest = ~clean
+    okr, lr = ok[rest], lx[rest]
+    lead = okr.shape[:-1]
     w = np.zeros(lead)  # W_{k-1}
     smin, smax = np.zeros(lead), np.zeros(lead)  # extremes of W_{i-1} over the run's starts
     u, d = np.zeros(lead), np.zeros(lead)
+    ur, dr = np.zeros(okr.shape), np.zeros(okr.shape)
     for k in range(n):
-        good = ok[..., k]
+        good = okr[..., k]
         # a new start i = k (W_{k-1}); a zero or non-finite factor resets the starts to after it
         smin = np.where(good, np.minimum(smin, w), w)
         smax = np.where(good, np.maximum(smax, w), w)
-        w = w + lx[..., k]
+        w = w + lr[..., k]
         u = np.where(good, np.maximum(u, w - smin), u)
         d = np.where(good, np.maximum(d, smax - w), d)
-        up[..., k], down[..., k] = u, d
+        ur[..., k], dr[..., k] = u, d
+    up[rest], down[rest] = ur, dr
     return up, down
 
 
