@@ -201,7 +201,7 @@ def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.nd
         piece["spill"] = spill
     exited = exit_mask(std, env)
     if exited is not None:
-        piece["exit"] = exited
+        piece["range_exit"] = exited
     if groups is not None:
         piece["row_groups"] = groups
     if brows is not None:
@@ -617,7 +617,7 @@ class Judge:
         self.spilled = 0  # non-finite outputs where the accumulate format's intermediates overflow (spill_mask)
         self._spill: np.ndarray | None = None  # the current chunk's spill mask, flat
         self.exited = 0  # 0 or non-finite outputs after a range exit (exit_mask): not judged
-        self._exit_finite = 0  # (of them, zeros: counted as non-finite by the specials path, not in the total)
+        self._exit_finite = 0  # (of them, finite outputs: NaN for the specials path, left out of n_nonfinite)
         self._shift_sum: dict[str, int] = {}  # constant -> Σ sign(r)·shift/ulp(r) · 2^32 over the bias sample
         self._shift_n = 0
         # row_bias (standards that declare it): groups (L, inner), open groups {g: [seen, kept, Σq]},
@@ -658,7 +658,7 @@ class Judge:
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0,
             shifts: dict | None = None, spill: Any = None, row_groups: tuple | None = None,
-            bias_rows: tuple | None = None, exit: Any = None) -> None:
+            bias_rows: tuple | None = None, range_exit: Any = None) -> None:
         """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
         ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
         index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
@@ -668,10 +668,11 @@ class Judge:
         ``shifts`` (:func:`constant_shifts`) are averaged over the same elements; ``spill``
         (:func:`spill_mask`, broadcastable) marks where a non-finite output is allowed; ``row_groups``
         (``(op, params)``) adds the chunk to the ``row_bias`` statistic (:func:`row_groups`);
-        ``bias_rows`` (``(op, params)``) sums the bias sample per row (:func:`scan_rows`); ``exit``
+        ``bias_rows`` (``(op, params)``) sums the bias sample per row (:func:`scan_rows`); ``range_exit``
         (:func:`exit_mask`, broadcastable) marks where a running product may have left the accumulate
         format's range: a 0 or non-finite output there is counted as ``exited`` and not judged (its
-        output and reference enter the judge as NaN, a matching special, and leave every statistic)."""
+        output and reference enter the judge as NaN, a matching special, and leave every statistic;
+        :meth:`_drop_exited`)."""
         from ..core.ulp import ulp as ulp_of
 
         shape = np.shape(actual)
@@ -691,8 +692,8 @@ class Judge:
             z = (a == 0) & (r == 0)
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
         b = _flat(bound, shape, scalar=True)
-        if exit is not None:
-            a, r = self._drop_exited(a, r, b, exit, shape)
+        if range_exit is not None:
+            a, r = self._drop_exited(a, r, b, range_exit, shape)
         pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
         self._spill = None if spill is None else np.broadcast_to(np.asarray(spill, dtype=bool), shape).reshape(-1)
         if shifts is not None:
@@ -713,14 +714,14 @@ class Judge:
             clean = self.compared - before[0] == a.size and self.violations == before[1]
             self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
 
-    def _drop_exited(self, a: np.ndarray, r: np.ndarray, b: np.ndarray, exit: Any,
+    def _drop_exited(self, a: np.ndarray, r: np.ndarray, b: np.ndarray, mask: Any,
                      shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """``(a, r)`` with the elements after a range exit (``exit`` mask) set to NaN in both (copies;
+        """``(a, r)`` with the elements after a range exit (``mask``, :func:`exit_mask`) set to NaN in both (copies;
         :meth:`add`) and counted in ``exited`` where the output is 0 or non-finite, or finite within
         its bound ``b`` of a reference that rounds beyond the output format's range (the allowance
         there, ``subabs``, can straddle the overflow threshold: a finite output is then a legitimate
         rounding, which the specials comparison alone would reject)."""
-        m = np.broadcast_to(np.asarray(exit, dtype=bool), shape).reshape(-1)
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), shape).reshape(-1)
         with np.errstate(invalid="ignore", over="ignore"):
             fin = np.isfinite(a)
             zero = a == 0
