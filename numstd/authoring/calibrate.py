@@ -538,11 +538,12 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
         return math.inf
     m0 = std.model.with_constants(**{constant: 0.0})
     m1 = std.model.with_constants(**{constant: 1.0})
-    e0 = np.broadcast_to(m0.pre_rounding(p.env), r.shape)
-    e1 = np.broadcast_to(m1.pre_rounding(p.env), r.shape) - e0
-    b0 = e0 + std.model.rho * ulp(np.abs(r) + e0, std.output) + (std.output.smallest_normal if std.model.ftz else 0.0) \
-        + p.ref.error_bound
-    from ..judge.criteria import rounded_specials, spill_mask
+    with np.errstate(invalid="ignore", over="ignore"):  # (references beyond float64's range: inf terms)
+        e0 = np.broadcast_to(m0.pre_rounding(p.env), r.shape)
+        e1 = np.broadcast_to(m1.pre_rounding(p.env), r.shape) - e0
+        b0 = e0 + std.model.rho * ulp(np.abs(r) + e0, std.output) + (std.output.smallest_normal if std.model.ftz else 0.0) \
+            + p.ref.error_bound
+    from ..judge.criteria import exit_mask, rounded_specials, spill_mask
 
     expected = rounded_specials(r, std.output)
     fin = np.isfinite(actual) & np.isfinite(expected)
@@ -550,9 +551,19 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
     spill = spill_mask(std, p.env)  # non-finite outputs the standard allows where intermediates overflow
     if spill is not None:
         mismatch &= ~(np.broadcast_to(spill, r.shape) & ~np.isfinite(actual))
+    exited = exit_mask(std, p.env)  # 0 or non-finite outputs after a range exit: not judged (check's Judge.add)
+    if exited is not None:
+        m = np.broadcast_to(exited, r.shape)
+        with np.errstate(invalid="ignore"):
+            free = m & ((actual == 0) | ~np.isfinite(actual))
+        # (a finite output there whose reference rounds beyond the output's range is judged by the bound)
+        edge = m & ~free & np.isfinite(actual) & ~np.isfinite(expected) & np.isfinite(r)
+        mismatch &= ~(free | edge)
+        fin = (fin | edge) & ~free
     if mismatch.any():
         return math.inf
-    err = np.abs(actual - r)[fin]
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(actual - r)[fin]
     excess = (err - np.broadcast_to(b0, r.shape)[fin])
     slope = e1[fin]
     over = excess > 0

@@ -60,7 +60,10 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             f"    specials: non-finite positions match the reference (policy {c.nan_policy}); signed zero "
             + ("compared" if c.signed_zero else "ignored")
             + ("; non-finite outputs allowed where an intermediate may overflow the accumulate format "
-               "(spillmag ≥ its overflow threshold)" if c.intermediate_overflow else ""),
+               "(spillmag ≥ its overflow threshold)" if c.intermediate_overflow else "")
+            + ("; after a product of contiguous factors may have left the accumulate format's range (spillmag "
+               "or sinkmag beyond its limits, numstd.judge.criteria.exit_mask) a 0 or non-finite output is not "
+               "judged and is counted" if getattr(c, "range_exit", False) else ""),
             f"    output rounding accepted: {', '.join(c.output_rounding)}",
         ]
         if c.ulp_max is not None:

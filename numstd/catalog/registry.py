@@ -73,7 +73,7 @@ _CRITERIA_KEYS = {
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
     "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
     "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "quantile_min_n": int, "bias_rows": bool,
-    "tail_n": int, "bias_rows_t": bool,
+    "tail_n": int, "bias_rows_t": bool, "range_exit": bool,
 }
 def _tail_n(value: Any, where: str) -> int:
     """``[criteria] tail_n``: 0 (off) or the largest output size the constants were calibrated at (≥ 2)."""
@@ -119,6 +119,7 @@ class Criteria:
     bias_rows: bool = False  # the bias standard error row-clustered over the scan axis (criteria.bias_standard_error)
     bias_rows_t: bool = False  # with bias_rows: Student-t critical value on R - 1 dof, untested below 2 rows
     quantile_min_n: int = 0  # NS-MODULE: below this many elements the ULP quantiles get the accumulation floor (grade.module_standard)
+    range_exit: bool = False  # scans: 0 or non-finite outputs allowed after a running product may leave the accumulate format's range (criteria.exit_mask)
     tail_n: int = 0  # above this many output elements the model's E_i grows by ln N / ln tail_n (criteria.tail_factor)
 
 
@@ -280,6 +281,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         bias_rows=bool(crit_t.get("bias_rows", False)),
         bias_rows_t=bool(crit_t.get("bias_rows_t", False)),
         tail_n=_tail_n(crit_t.get("tail_n", 0), where),
+        range_exit=bool(crit_t.get("range_exit", False)),
     )
     rationale = doc["rationale"]
     _check_types(rationale, _RATIONALE_KEYS, f"{where} [rationale]")

@@ -85,9 +85,9 @@ def _as_op(name: str, args: Sequence, kwargs: Mapping) -> tuple[str, list, dict]
     if name in ("softmax", "log_softmax"):
         dim = _arg(args, kwargs, 1, "dim")
         return (name, [x], {"axis": int(dim)}) if dim is not None else None
-    if name == "cumsum":
+    if name in ("cumsum", "cumprod"):
         dim = _arg(args, kwargs, 1, "dim")
-        return ("cumsum", [x], {"axis": int(dim)}) if dim is not None else None
+        return (name, [x], {"axis": int(dim)}) if dim is not None else None
     if name in ("matmul", "__matmul__", "mm", "bmm"):
         return "matmul", [x, _arg(args, kwargs, 1, "other", kwargs.get("mat2"))], {}
     if name == "linear":

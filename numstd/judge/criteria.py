@@ -86,7 +86,7 @@ from ..models import Environment
 from .verdict import CriterionResult, Offender
 
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces", "tail_factor",
-           "hull_violations", "spill_mask", "constant_shifts", "bias_excess", "ROUNDED", "row_groups",
+           "hull_violations", "spill_mask", "exit_mask", "constant_shifts", "bias_excess", "ROUNDED", "row_groups",
            "row_bias_limit", "RowBias", "scan_rows", "BiasRows", "bias_standard_error", "bias_rows_z"]
 
 _DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
@@ -199,6 +199,9 @@ def _piece(std: Any, env: Any, values: np.ndarray, ref_error: Any, actual: np.nd
     spill = spill_mask(std, env)
     if spill is not None:
         piece["spill"] = spill
+    exited = exit_mask(std, env)
+    if exited is not None:
+        piece["range_exit"] = exited
     if groups is not None:
         piece["row_groups"] = groups
     if brows is not None:
@@ -226,6 +229,39 @@ def spill_mask(std: Any, env: Any) -> np.ndarray | None:
     except KeyError:
         return None
     mask = np.asarray(mag, dtype=np.float64) >= _overflow_threshold(std.accumulate)
+    return mask if mask.any() else None
+
+
+def exit_mask(std: Any, env: Any) -> np.ndarray | None:
+    """Where a legitimate evaluation's running product may have left the accumulate format's range
+    (criterion ``range_exit``), as a bool array broadcastable to the output; None when the standard
+    does not set the criterion or no element is concerned.
+
+    The op's reference gives ``spillmag`` and ``sinkmag`` (:mod:`numstd.reference.scan`): the
+    largest and smallest magnitude of a product of contiguous factors ending at or before the
+    element, which covers every intermediate of any scan order.  Such a product ``P`` is computed
+    with a relative error of at most ``γ_{K−1} <= s = 1.01·K·u_acc`` while it stays in the normal
+    range, so it can round to ±inf only where ``|P|·(1 + s)`` reaches the accumulate format's
+    overflow threshold ``T``, and to 0 only where ``|P|·(1 − s)`` is below the smallest subnormal
+    (the exact underflow point is half of it; a computed factor that passed through the subnormal
+    range may be off by a whole subnormal spacing) — or, with the model's ``ftz`` (subnormal results
+    flushed), below the smallest normal.  After that the product is 0, ±inf or NaN (``inf·0``) and
+    stays so in a sequential scan, and is any of them in a blocked or tree scan, whatever the
+    exact prefix does later: such an element may be 0 or non-finite (:meth:`Judge.add` counts it
+    as ``exited``, not judged); a finite nonzero output there is judged by the bound as everywhere.
+    """
+    if not getattr(std.criteria, "range_exit", False):
+        return None
+    try:
+        hi, lo, k = env["spillmag"], env["sinkmag"], env["K"]
+    except KeyError:
+        return None
+    acc = std.accumulate
+    s = 1.01 * np.asarray(k, dtype=np.float64) * acc.u
+    floor = acc.smallest_normal if std.model.ftz else acc.smallest_subnormal
+    with np.errstate(over="ignore", invalid="ignore"):
+        mask = (np.asarray(hi, dtype=np.float64) * (1.0 + s) >= _overflow_threshold(acc)) | \
+            (np.asarray(lo, dtype=np.float64) * (1.0 - s) < floor)
     return mask if mask.any() else None
 
 
@@ -544,6 +580,7 @@ class JudgeResult:
     rows: int = -1  # output rows (all axes but the last; -1: unknown)
     hull_violations: int = 0  # outputs outside the convex hull of v's rows (attention; see hull_violations)
     spilled: int = 0  # non-finite outputs allowed where intermediates overflow (see spill_mask)
+    exited: int = 0  # 0 or non-finite outputs after a range exit, not judged (see exit_mask)
     constant_shifts: dict = field(default_factory=dict)  # constant -> mean shift over the bias sample, ulp
     row_bias: "RowBias | None" = None  # the row_bias statistic (standards that declare it; see row_groups)
     bias_rows: "BiasRows | None" = None  # the bias sample's row means (standards with bias_rows; see scan_rows)
@@ -579,6 +616,8 @@ class Judge:
         self.hull = 0  # outputs outside the convex hull of the values (add_hull)
         self.spilled = 0  # non-finite outputs where the accumulate format's intermediates overflow (spill_mask)
         self._spill: np.ndarray | None = None  # the current chunk's spill mask, flat
+        self.exited = 0  # 0 or non-finite outputs after a range exit (exit_mask): not judged
+        self._exit_finite = 0  # (of them, finite outputs: NaN for the specials path, left out of n_nonfinite)
         self._shift_sum: dict[str, int] = {}  # constant -> Σ sign(r)·shift/ulp(r) · 2^32 over the bias sample
         self._shift_n = 0
         # row_bias (standards that declare it): groups (L, inner), open groups {g: [seen, kept, Σq]},
@@ -619,7 +658,7 @@ class Judge:
     def add(self, actual: np.ndarray, ref: np.ndarray, bound: np.ndarray, chunk_index: tuple,
             ulp: np.ndarray | None = None, pre_rounding: Any = None, bias_kappa: float = 8.0,
             shifts: dict | None = None, spill: Any = None, row_groups: tuple | None = None,
-            bias_rows: tuple | None = None) -> None:
+            bias_rows: tuple | None = None, range_exit: Any = None) -> None:
         """Judge one chunk: ``actual`` (the output's values in any float dtype, widened exactly),
         ``ref`` (float64 exact values), ``bound`` (B_i, broadcastable), ``chunk_index`` (the output
         index of the chunk), ``ulp`` (``ulp(ref)`` in the output format when the caller has it; the
@@ -629,7 +668,11 @@ class Judge:
         ``shifts`` (:func:`constant_shifts`) are averaged over the same elements; ``spill``
         (:func:`spill_mask`, broadcastable) marks where a non-finite output is allowed; ``row_groups``
         (``(op, params)``) adds the chunk to the ``row_bias`` statistic (:func:`row_groups`);
-        ``bias_rows`` (``(op, params)``) sums the bias sample per row (:func:`scan_rows`)."""
+        ``bias_rows`` (``(op, params)``) sums the bias sample per row (:func:`scan_rows`); ``range_exit``
+        (:func:`exit_mask`, broadcastable) marks where a running product may have left the accumulate
+        format's range: a 0 or non-finite output there is counted as ``exited`` and not judged (its
+        output and reference enter the judge as NaN, a matching special, and leave every statistic;
+        :meth:`_drop_exited`)."""
         from ..core.ulp import ulp as ulp_of
 
         shape = np.shape(actual)
@@ -649,6 +692,8 @@ class Judge:
             z = (a == 0) & (r == 0)
             self.sz += int((np.signbit(a[z]) != np.signbit(r[z])).sum())
         b = _flat(bound, shape, scalar=True)
+        if range_exit is not None:
+            a, r = self._drop_exited(a, r, b, range_exit, shape)
         pre = None if pre_rounding is None else _flat(pre_rounding, shape, scalar=True)
         self._spill = None if spill is None else np.broadcast_to(np.asarray(spill, dtype=bool), shape).reshape(-1)
         if shifts is not None:
@@ -668,6 +713,33 @@ class Judge:
             # a clean chunk (every element compared, none beyond its bound) needs no mask and no clip
             clean = self.compared - before[0] == a.size and self.violations == before[1]
             self._add_rows(a, r, b, chunk_index, shape, row_groups, clean)
+
+    def _drop_exited(self, a: np.ndarray, r: np.ndarray, b: np.ndarray, mask: Any,
+                     shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """``(a, r)`` with the elements after a range exit (``mask``, :func:`exit_mask`) set to NaN in both (copies;
+        :meth:`add`) and counted in ``exited`` where the output is 0 or non-finite, or finite within
+        its bound ``b`` of a reference that rounds beyond the output format's range (the allowance
+        there, ``subabs``, can straddle the overflow threshold: a finite output is then a legitimate
+        rounding, which the specials comparison alone would reject)."""
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), shape).reshape(-1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            fin = np.isfinite(a)
+            zero = a == 0
+            free = m & (zero | ~fin)
+            edge = m & fin & ~zero & ~(np.abs(r) < _overflow_threshold(self.fmt))
+            if edge.any():
+                at = np.asarray(a[edge], dtype=np.float64)
+                edge[edge] = np.abs(at - r[edge]) <= np.broadcast_to(b, a.shape)[edge]
+                free |= edge
+        n = int(np.count_nonzero(free))
+        if not n:
+            return a, r
+        self.exited += n
+        self._exit_finite += int(np.count_nonzero(free & fin))
+        a, r = a.copy(), r.copy()
+        a[free] = np.nan
+        r[free] = np.nan
+        return a, r
 
     def _add_numpy(self, a, r, b, u, pre, kappa, chunk_index, shape) -> None:
         n = a.size
@@ -1029,12 +1101,12 @@ class Judge:
     def result(self) -> JudgeResult:
         worst = sorted(self._worst, key=lambda t: (-t[0], -t[1]))
         return JudgeResult(
-            ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite,
+            ulp=self.dist.result(), n_elements=self.n, n_nonfinite=self.nonfinite - self._exit_finite,
             n_compared=self.compared, violations=self.violations, normalized_max=self.norm_max,
             special_mismatch=self.special, nan_where_finite=self.nan_finite, signed_zero_mismatch=self.sz,
             n_distinct=int(np.count_nonzero(np.unpackbits(self._seen) if self.native else self._seen)),
             rows=int(np.prod(self.shape[:-1])) if len(self.shape) >= 2 else -1,
-            hull_violations=self.hull, spilled=self.spilled,
+            hull_violations=self.hull, spilled=self.spilled, exited=self.exited,
             constant_shifts={k: v / _SHIFT_SCALE / self._shift_n for k, v in sorted(self._shift_sum.items())}
             if self._shift_n else {},
             row_bias=self._row_result(),
@@ -1073,12 +1145,18 @@ def evaluate(std: Any, res: JudgeResult, actual_format: str | None) -> list[Crit
     if res.spilled:
         msg += (f"; {res.spilled:,} non-finite output(s) where the {std.accumulate.name} intermediates overflow "
                 "(allowed: intermediate_overflow)")
+    exited = ""
+    if res.exited:
+        exited = (f"; {res.exited:,} element(s) after a product of contiguous factors may have left the "
+                  f"{std.accumulate.name} range not judged as specials: 0 or non-finite outputs, or finite within the "
+                  "bound of a reference beyond the output's range (range_exit)")
+        msg += exited
     out.append(CriterionResult("specials", bad == 0, float(bad), 0.0, msg))
     allowed = math.floor(c.bound_max_fraction * res.n_compared)
     out.append(CriterionResult(
         "bound", res.violations <= allowed, float(res.violations), float(allowed),
         f"{res.violations:,} of {res.n_compared:,} elements exceed the error bound (allowed {allowed:,}); "
-        f"max |error|/bound = {res.normalized_max:.3g}"))
+        f"max |error|/bound = {res.normalized_max:.3g}" + exited))
     u = res.ulp
     n_few = effective_sample_size(std.op, u.signed_count, res.n_distinct, res.rows) if u.signed_count else 0
     br = res.bias_rows
