@@ -37,10 +37,14 @@ from ..core.errors import SchemaError
 from ..ops import OPS
 from .formula import Formula
 
-__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
+__all__ = ["ErrorModel", "INPUT_ROUNDING_KEY", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
 
 #: terms every model may use: magnitudes of the reference and unit roundoffs of the formats.
 COMMON_TERMS = ("absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out")
+
+#: private parameter under which a model's ``input_rounding`` reaches the op's reference
+#: (:meth:`ErrorModel.reference_params`; read by numstd.reference.rounded_operands)
+INPUT_ROUNDING_KEY = "_input_rounding"
 
 #: op-specific terms, read from :attr:`numstd.reference.Reference.aux` under the same names (each
 #: op's entry in :mod:`numstd.ops` lists them).
@@ -130,6 +134,11 @@ class ErrorModel:
         merged.update({k: float(v) for k, v in constants.items()})
         return ErrorModel(self.op, self.error, self.rho, self.ftz, merged, self.calibrated, self.margin,
                           self.input_rounding)
+
+    def reference_params(self) -> dict:
+        """Private parameters the op's reference needs to provide this model's terms (the operands'
+        rounding, ``input_rounding``); merged into the op's parameters by ``check`` and calibration."""
+        return {INPUT_ROUNDING_KEY: self.input_rounding} if self.input_rounding else {}
 
     def pre_rounding(self, env: Mapping[str, Any]) -> np.ndarray:
         """``E_i``: the formula evaluated on the terms in ``env`` and the constants."""

@@ -35,10 +35,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["INPUT_ROUNDING_KEY", "TERMS", "rounding_terms"]
+from ..models import INPUT_ROUNDING_KEY
 
-#: private parameter under which ``check`` passes a standard's ``[model] input_rounding`` format
-INPUT_ROUNDING_KEY = "_input_rounding"
+__all__ = ["INPUT_ROUNDING_KEY", "TERMS", "rounding_terms"]
 
 #: the aux terms :func:`rounding_terms` returns (ops list them in their entries)
 TERMS = ("indev", "insum", "inrms")
