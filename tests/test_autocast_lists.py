@@ -99,7 +99,7 @@ def test_lower_precision_list_autocast_passes_and_fp8_inputs_fail(op, stem, fmt)
     ins, truth = _case(op, rng, K=64)
     v = numstd.check(_out(truth(fmt, ins), fmt), op=op, inputs=ins)
     assert v.passed, v.message
-    assert v.standard_id == f"NS-{stem}-FP32-TO-{TAG[fmt]}@1"
+    assert v.standard_id.split("@")[0] == f"NS-{stem}-FP32-TO-{TAG[fmt]}"  # (its latest version)
     assert v.formats["inputs"][0] == "float32" and v.formats["output"] == fmt
     fp8 = _out(truth(fmt, [x.astype(F8).astype(np.float32) for x in ins]), fmt)
     assert not numstd.check(fp8, op=op, inputs=ins).passed
