@@ -147,6 +147,9 @@ EXTRA_ABS = {
     ("batch_norm", "stored16-stats"): "u_in", ("instance_norm", "stored16-stats"): "u_in",
     # the stored16 models of torch's 16-bit mse_loss and conv_transpose (col2im scatter-add in 16 bits)
     ("mse_loss", "stored16"): "u_in", ("conv_transpose", "col2im16"): "u_in",
+    # torch CPU on a machine where its 16-bit conv_transpose is that col2im (bit for bit:
+    # numstd.corpus.conv.torch_conv_transpose_col2im16; fp16 on an AVX2-only AMD EPYC, torch 2.13)
+    ("conv_transpose", "torch-cpu-col2im16"): "u_in",
 }
 
 

@@ -644,7 +644,8 @@ def _standard_envs():
         seen.add(std.model.error.text)
         case = cases_for(std, quick=True, seeds=[0])[0]
         with np.errstate(all="ignore"):
-            ref = reference(std.op, list(case.inputs), **dict(case.params))
+            ref = reference(std.op, list(case.inputs), input_rounding=std.model.input_rounding or None,
+                            **dict(case.params))
         env = environment(ref, {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]})
         for k, v in list(env._terms.items()):
             if isinstance(v, np.ndarray) and v.size > 8:

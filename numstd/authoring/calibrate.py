@@ -519,10 +519,10 @@ class _Prepared:
 def _prepare(std: Any, case: Any) -> _Prepared:
     from ..models import environment
     from ..ops.catalog import output_shape, validate
-    from ..reference import reference
+    from ..reference import validated_reference
 
-    _, arrays, full = validate(std.op, list(case.inputs), dict(case.params))
-    ref = reference(std.op, arrays, **full)
+    spec, arrays, full = validate(std.op, list(case.inputs), dict(case.params))
+    ref = validated_reference(spec.name, arrays, dict(full, **std.model.reference_params()))
     env = environment(ref, {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]})
     return _Prepared(ref, env, full, tuple(output_shape(std.op, arrays, full)), arrays)
 

@@ -372,6 +372,25 @@ def _tf32(A, B, acc, out, seed):
                   acc, seed)
 
 
+def _tf32_on(arch: str) -> Callable:
+    """``core`` of TF32 operands on the tensor cores of ``arch`` (its tf32 path is validated)."""
+
+    def core(A, B, acc, out, seed):
+        tf32 = FORMATS["tf32"]
+        return _named(f"matmul/tc-{arch}", rnd(A, tf32).astype(np.float32), rnd(B, tf32).astype(np.float32),
+                      acc, seed)
+
+    return core
+
+
+# TF32 mode on the other GPUs whose tf32 path is validated bit for bit (numstd.emulate.TENSOR_CORES):
+# other block sizes and alignment bits, so other accumulation errors for the TF32 standard to cover
+for _arch, _gpu in (("ada", "Ada/L40S"), ("h100", "H100/H200"), ("b200", "B200")):
+    _contraction(f"tf32-inputs-{_arch}", "input-rounding", False,
+                 f"float32 operands rounded to TF32 and multiplied on {_gpu} tensor cores, for a standard "
+                 "that does not allow TF32", applies=float32_inputs, acc_formats=FP32_ONLY)(_tf32_on(_arch))
+
+
 @_contraction("bf16-inputs", "input-rounding", False,
               "float32 operands rounded to bfloat16 before an fp32-accumulated GEMM (autocast "
               "where the standard does not allow it)", applies=float32_inputs)

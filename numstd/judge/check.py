@@ -166,6 +166,7 @@ def check(actual: Any, *, op: str, inputs: Sequence[Any], standard: Any = None,
     from ..reference.loss import BATCH_KEY
 
     ref_params = dict(full, **{BATCH_KEY: arrays[0].shape[0]}) if op == "cross_entropy" else full
+    ref_params = dict(ref_params, **std.model.reference_params())  # (the operands' rounding it allows)
 
     # a probabilistic bound judged on more elements than its constants were calibrated on
     tail = tail_factor(std.criteria.tail_n, int(np.prod(shape, dtype=object)))

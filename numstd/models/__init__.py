@@ -37,10 +37,14 @@ from ..core.errors import SchemaError
 from ..ops import OPS
 from .formula import Formula
 
-__all__ = ["ErrorModel", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
+__all__ = ["ErrorModel", "INPUT_ROUNDING_KEY", "COMMON_TERMS", "OP_TERMS", "terms_for", "environment", "Environment", "Formula"]
 
 #: terms every model may use: magnitudes of the reference and unit roundoffs of the formats.
 COMMON_TERMS = ("absref", "ulp", "u_out", "u_acc", "u_in", "tiny_out", "min_normal_out")
+
+#: private parameter under which a model's ``input_rounding`` reaches the op's reference
+#: (:meth:`ErrorModel.reference_params`; read by numstd.reference.rounded_operands)
+INPUT_ROUNDING_KEY = "_input_rounding"
 
 #: op-specific terms, read from :attr:`numstd.reference.Reference.aux` under the same names (each
 #: op's entry in :mod:`numstd.ops` lists them).
@@ -71,6 +75,11 @@ class ErrorModel:
         The constant ``python -m numstd calibrate`` fits ("" for analytic-only models).
     margin : float
         Fitted value = margin × the largest value the legitimate evidence needs.
+    input_rounding : str
+        The format to which a legitimate kernel may round its operands first (TF32 mode, autocast's
+        bf16/fp16), "" for none. The reference then provides the terms ``indev``, ``insum`` and
+        ``inrms`` of that rounding (:mod:`numstd.reference.rounded_operands`), which the formula
+        must use; no other model may name them.
     """
 
     op: str
@@ -80,11 +89,12 @@ class ErrorModel:
     constants: Mapping[str, float] = field(default_factory=dict)
     calibrated: str = ""
     margin: float = 2.0
+    input_rounding: str = ""
 
     @classmethod
     def from_table(cls, op: str, table: Mapping[str, Any], where: str) -> "ErrorModel":
         """Build from the ``[model]`` table of a standard file, validating every field."""
-        known = {"error", "rho", "ftz", "constants", "calibrated", "margin"}
+        known = {"error", "rho", "ftz", "constants", "calibrated", "margin", "input_rounding"}
         unknown = set(table) - known
         if unknown:
             raise SchemaError(f"{where}: unknown key(s) {sorted(unknown)} in [model]; allowed: {sorted(known)}")
@@ -113,15 +123,22 @@ class ErrorModel:
         margin = table.get("margin", 2.0)
         if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin < 1:
             raise SchemaError(f"{where}: [model] margin must be a number ≥ 1, got {margin!r}")
+        rounding = _input_rounding(table.get("input_rounding", ""), formula, where)
         return cls(op=op, error=formula, rho=float(rho), ftz=table["ftz"],
                    constants={k: float(v) for k, v in constants.items()},
-                   calibrated=calibrated, margin=float(margin))
+                   calibrated=calibrated, margin=float(margin), input_rounding=rounding)
 
     def with_constants(self, **constants: float) -> "ErrorModel":
         """The same model with some constants replaced (used by calibration)."""
         merged = dict(self.constants)
         merged.update({k: float(v) for k, v in constants.items()})
-        return ErrorModel(self.op, self.error, self.rho, self.ftz, merged, self.calibrated, self.margin)
+        return ErrorModel(self.op, self.error, self.rho, self.ftz, merged, self.calibrated, self.margin,
+                          self.input_rounding)
+
+    def reference_params(self) -> dict:
+        """Private parameters the op's reference needs to provide this model's terms (the operands'
+        rounding, ``input_rounding``); merged into the op's parameters by ``check`` and calibration."""
+        return {INPUT_ROUNDING_KEY: self.input_rounding} if self.input_rounding else {}
 
     def pre_rounding(self, env: Mapping[str, Any]) -> np.ndarray:
         """``E_i``: the formula evaluated on the terms in ``env`` and the constants."""
@@ -180,6 +197,32 @@ class ErrorModel:
         if self.ftz:
             b = b + out_fmt.smallest_normal
         return b + ref_error
+
+
+#: the terms only a model with ``input_rounding`` may name (numstd.reference.rounded_operands.TERMS)
+_ROUNDING_TERMS = frozenset({"indev", "insum", "inrms"})
+
+
+def _input_rounding(value: Any, formula: Formula, where: str) -> str:
+    """``[model] input_rounding``: "" or a format name, consistent with the terms the formula uses."""
+    from ..core.formats import get_format
+
+    uses = formula.names & _ROUNDING_TERMS
+    if not value:
+        if uses:
+            raise SchemaError(f"{where}: [model] error uses {sorted(uses)}, which exist only with "
+                              f"[model] input_rounding = <format> (the rounding the kernel may apply to its operands)")
+        return ""
+    if not isinstance(value, str):
+        raise SchemaError(f"{where}: [model] input_rounding must be a format name such as \"bfloat16\", got {value!r}")
+    try:
+        name = get_format(value).name
+    except Exception as exc:  # the formats module's own error names the known formats
+        raise SchemaError(f"{where}: [model] input_rounding: {exc}") from None
+    if not uses:
+        raise SchemaError(f"{where}: [model] input_rounding = {value!r} but the error formula uses none of "
+                          f"{sorted(_ROUNDING_TERMS)}; name them or drop input_rounding")
+    return name
 
 
 def _one_pass(absref: np.ndarray, *terms: Any) -> bool:

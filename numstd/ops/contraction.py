@@ -57,12 +57,14 @@ ENTRIES: tuple[OpInfo, ...] = (
         'a 1-D A is a row vector, a 1-D B a column vector, and the added axis is removed. K ='
         ' A.shape[-1] = B.shape[-2].'
     ),
-          shape=_matmul_shape, reference="contraction:matmul", corpus="contraction", terms=("absdot", "K"),
+          shape=_matmul_shape, reference="contraction:matmul", corpus="contraction",
+          terms=("absdot", "K", "indev", "insum", "inrms"),  # in*: reference/rounded_operands.py
           calls={"torch": Call("torch.matmul"), "jax": Call("jax.numpy.matmul"), "numpy": Call("numpy.matmul")}),
     entry("linear", "contraction", ("x", "weight", "bias"), 1, {}, (
         'y = x @ weight.T + bias (torch.nn.functional.linear): weight is (out_features, '
         'in_features), bias (out_features,) or omitted. K = in_features.'
     ),
-          shape=_linear_shape, reference="contraction:linear", corpus="contraction", terms=("absdot", "K"),
+          shape=_linear_shape, reference="contraction:linear", corpus="contraction",
+          terms=("absdot", "K", "indev", "insum", "inrms"),  # in*: reference/rounded_operands.py
           calls={"torch": Call("torch.nn.functional.linear")}),
 )

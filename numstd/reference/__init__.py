@@ -144,7 +144,7 @@ def _finish_bound(values: np.ndarray, bound: np.ndarray) -> np.ndarray:
 
 
 def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, row_offset: int = 0,
-              cache: dict | None = None, **params: Any) -> Reference:
+              cache: dict | None = None, input_rounding: Any = None, **params: Any) -> Reference:
     """Compute the reference result of ``op`` on ``inputs``.
 
     Parameters
@@ -166,6 +166,10 @@ def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, row_off
     cache : dict, optional
         A dict the caller keeps across the chunks of one call: contractions convert a shared
         operand (the ``B`` of a matmul, a linear weight) once instead of once per chunk.
+    input_rounding : format, optional
+        A rounding the kernel may apply to its operands first (TF32 mode, autocast's bf16/fp16;
+        a standard's ``[model] input_rounding``): contractions then add the aux terms ``indev``,
+        ``insum`` and ``inrms`` (:mod:`numstd.reference.rounded_operands`).
     **params
         Op parameters (``axis``, ``eps``, ``approximate``, ``scale``, ``causal``, ``reduction``…).
 
@@ -188,6 +192,11 @@ def reference(op: str, inputs: Sequence[Any], *, resolution: Any = None, row_off
     from ..ops.catalog import validate
 
     spec, arrays, full = validate(op, inputs, params)
+    if input_rounding is not None:
+        from ..core.formats import get_format
+        from ..models import INPUT_ROUNDING_KEY
+
+        full = dict(full, **{INPUT_ROUNDING_KEY: get_format(input_rounding).name})
     return validated_reference(spec.name, arrays, full, resolution=resolution, row_offset=row_offset, cache=cache)
 
 

@@ -590,9 +590,22 @@ def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
         B, absB = B[:, None], absB[:, None]
     values, bound, absdot = dot(A, B, resolution=res or "float32", resolution_slack=res is not None,
                                 absA=absA, absB=absB, row0=params.get(ROW0_KEY, 0), cache=params.get(CACHE_KEY))
+    aux = {"absdot": absdot, "K": np.asarray(float(K))}
+    aux.update(_rounding(params, A, B, None, values))
     if drop:
-        values, bound, absdot = (np.squeeze(t, axis=drop) for t in (values, bound, absdot))
-    return values, bound, {"absdot": absdot, "K": np.asarray(float(K))}
+        values, bound = (np.squeeze(t, axis=drop) for t in (values, bound))
+        aux = {k: (v if k == "K" else np.squeeze(v, axis=drop)) for k, v in aux.items()}
+    return values, bound, aux
+
+
+def _rounding(params: dict, A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.ndarray) -> dict:
+    """The operand-rounding terms (:mod:`numstd.reference.rounded_operands`) when the standard being
+    checked allows a rounding of the operands (``[model] input_rounding``), else none."""
+    from .rounded_operands import INPUT_ROUNDING_KEY, rounding_terms
+
+    fmt = params.get(INPUT_ROUNDING_KEY)
+    return {} if not fmt else rounding_terms(A, B, bias, fmt, values, params.get(ROW0_KEY, 0),
+                                             params.get(RESOLUTION_KEY) or "float32")
 
 
 def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -610,5 +623,6 @@ def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
                                 resolution_slack=res is not None, absA=absx.reshape(-1, k), absB=absW.T,
                                 row0=params.get(ROW0_KEY, 0), cache=params.get(CACHE_KEY))
     shape = x.shape[:-1] + (W.shape[0],)
+    aux = {"absdot": absdot, **_rounding(params, x.reshape(-1, k), W.T, b, values)}
     return (values.reshape(shape), bound.reshape(shape),
-            {"absdot": absdot.reshape(shape), "K": np.asarray(float(k))})
+            dict({n: v.reshape(shape) for n, v in aux.items()}, K=np.asarray(float(k))))
