@@ -161,3 +161,34 @@ def test_torch_autocast_matmul_and_linear_pass():
         zv = z.float().numpy().astype(out)
         assert numstd.check(yv, op="matmul", inputs=[A, B], standard=f"NS-MATMUL-FP32-TO-{code}@2").passed
         assert numstd.check(zv, op="linear", inputs=[A, B.T.copy(), bias], standard=f"NS-LINEAR-FP32-TO-{code}@2").passed
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("out,coarse", [(BF, "float8_e4m3fn"), ("float16", BF)])
+def test_conv_a_coarser_rounding_fails_version_2(out, coarse):
+    # the conv standards' operands are the im2col rows and the weight; the kernels here are torch's
+    # float64 conv2d of the rounded operands (independent of numstd's reference), then one rounding
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    tag = "BF16" if out == BF else "FP16"
+    g = np.random.default_rng(6)
+    x = g.standard_normal((2, 128, 8, 8)).astype(np.float32)
+    w = g.standard_normal((16, 128, 3, 3)).astype(np.float32)
+    b = g.standard_normal(16).astype(np.float32)
+
+    def conv(fin):
+        xs, ws, bs = (torch.from_numpy(np.asarray(round_to(a, fin), np.float64)) for a in (x, w, b))
+        y = F.conv2d(xs, ws, bs, padding=1).numpy()
+        return np.asarray(round_to(y, out)).astype(np.dtype(get_format(out).numpy_dtype))
+
+    sid = f"NS-CONV-FP32-TO-{tag}"
+    bad = conv(coarse)
+    assert numstd.check(bad, op="conv", inputs=[x, w, b], standard=f"{sid}@1", padding=1).passed  # K = 1,152
+    assert not numstd.check(bad, op="conv", inputs=[x, w, b], standard=f"{sid}@2", padding=1).passed
+    for f in (out, "tf32", "float64"):
+        assert numstd.check(conv(f), op="conv", inputs=[x, w, b], standard=f"{sid}@2", padding=1).passed, f
+    with torch.autocast("cpu", dtype=torch.bfloat16 if out == BF else torch.float16):
+        y = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1)
+    yv = y.float().numpy().astype(np.dtype(get_format(out).numpy_dtype))
+    assert numstd.check(yv, op="conv", inputs=[x, w, b], standard=f"{sid}@2", padding=1).passed

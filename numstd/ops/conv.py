@@ -342,7 +342,8 @@ ENTRIES: tuple[OpInfo, ...] = (
               'omitted; stride, padding, dilation an int or one per spatial dim, padding also "valid" or '
               '"same" (stride 1). K = C_in/groups × prod(kernel).'
           ),
-          shape=_conv_shape, reference="conv:conv", corpus="conv", terms=("absdot", "K"),
+          shape=_conv_shape, reference="conv:conv", corpus="conv",
+          terms=("absdot", "K", "indev", "insum", "inrms"),  # in*: reference/rounded_operands.py
           param_checks={"stride": _int_or_tuple("stride", 1, "positive"), "padding": _padding,
                         "dilation": _int_or_tuple("dilation", 1, "positive"), "groups": _groups},
           check_params=_check_params,
@@ -355,7 +356,8 @@ ENTRIES: tuple[OpInfo, ...] = (
               'zero-dilated input with the flipped, channel-swapped weight; K = the largest number of nonzero '
               'products of an output, C_in/groups × prod(ceil(k / (stride / gcd(stride, dilation)))).'
           ),
-          shape=_conv_transpose_shape, reference="conv:conv_transpose", corpus="conv", terms=("absdot", "K", "s16", "a16"),
+          shape=_conv_transpose_shape, reference="conv:conv_transpose", corpus="conv",
+          terms=("absdot", "K", "s16", "a16", "indev", "insum", "inrms"),
           param_checks={"stride": _int_or_tuple("stride", 1, "positive"),
                         "padding": _int_or_tuple("padding", 0, "non-negative"),
                         "output_padding": _int_or_tuple("output_padding", 0, "non-negative"),

@@ -23,7 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.conv import geometry, group_weight, im2col, pad_input, transposed_problem
+from ..models import INPUT_ROUNDING_KEY
 from .contraction import CACHE_KEY, RESOLUTION_KEY, ROW0_KEY, ROW_BLOCK, _float32_exact, dot
+from .rounded_operands import TERMS, rounding_terms
 
 __all__ = ["conv", "conv_transpose", "col2im16_terms", "BLOCK_ELEMENTS"]
 
@@ -118,6 +120,8 @@ def _core(x_in: np.ndarray, w_in: np.ndarray, b_in: np.ndarray | None, x: np.nda
     values = np.empty((rows_total, g.c_out))
     bound = np.empty_like(values)
     absdot = np.empty_like(values)
+    rounding = params.get(INPUT_ROUNDING_KEY)  # the operands' rounding a TF32/autocast standard allows
+    rterms = {n: np.empty_like(values) for n in TERMS} if rounding else {}
     step = max(ROW_BLOCK, (BLOCK_ELEMENTS // max(g.K, 1)) // ROW_BLOCK * ROW_BLOCK)
     edges = list(range(0, rows_total, step)) + [rows_total]
     for grp in range(g.groups):
@@ -132,9 +136,13 @@ def _core(x_in: np.ndarray, w_in: np.ndarray, b_in: np.ndarray | None, x: np.nda
                             absA=acols, absB=awg, row0=row0 + lo, cache=cache)
             sl = (slice(lo, hi), slice(grp * co, (grp + 1) * co))
             values[sl], bound[sl], absdot[sl] = v, bd, ad
+            if rounding:  # (the im2col rows and the weight as the GEMM sees them: zero padding rounds to 0)
+                for n, t in rounding_terms(cols, wg, bg, rounding, v, row0 + lo, res or "float32").items():
+                    rterms[n][sl] = t
     shape = (N,) + g.out_size + (g.c_out,)
 
     def out(t: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(np.moveaxis(t.reshape(shape), -1, 1))
 
-    return out(values), out(bound), {"absdot": out(absdot), "K": np.asarray(float(terms))}
+    return (out(values), out(bound),
+            {"absdot": out(absdot), "K": np.asarray(float(terms)), **{n: out(t) for n, t in rterms.items()}})
