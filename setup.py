@@ -7,8 +7,15 @@ reassociation, so the compiled loop rounds exactly as numpy does.
 """
 
 import sys
+import warnings
 
 from setuptools import Extension, setup
+
+# standards/ and reference_data/ ship as package data of numstd.standards and numstd.reference_data
+# (pyproject.toml [tool.setuptools.package-data]); their subfolders (one per op, evidence, golden, ...)
+# hold data only, so setuptools' "importable package absent from `packages`" warning (one screenful
+# per folder on every install) does not apply to them: silenced for those two trees only.
+warnings.filterwarnings("ignore", message=r"(?s).*Package 'numstd\.(standards|reference_data)\.[^']*' is absent")
 
 if sys.platform == "win32":
     flags = ["/O2", "/fp:precise"]
