@@ -881,6 +881,49 @@ variant("kl_div", "torch-cpu", "library", True, "torch.nn.functional.kl_div on C
         torch_same_format, acc_formats=FP32_ONLY)(_torch_kl)
 
 
+def _kl_stored16_terms(inputs: list, w: Work, params: Mapping[str, Any], out: Format) -> np.ndarray:
+    """torch's composite kl_div in a 16-bit type (``aten::xlogy``, ``aten::mul``, ``aten::sub`` /
+    ``aten::sub``, ``aten::exp``, ``aten::mul``), every primitive computed in fp32 and stored:
+    ``RN16(RN16(t RN16(log t)) - RN16(t x))`` (0 · log 0 = 0) or ``RN16(RN16(exp t) RN16(t - x))``."""
+    o = Work(out)
+    x, t = w.load(inputs[0]), w.load(inputs[1])
+    if params.get("log_target", False):
+        return o.q(w.q(o.q(w.q(np.exp(f64(t)))) * o.q(w.q(t - x))))
+    pos = t > 0
+    lt = o.q(w.q(np.log(np.where(pos, f64(t), 1.0))))
+    xl = np.where(pos, o.q(w.q(t * lt)), 0.0)
+    return o.q(w.q(xl - o.q(w.q(t * x))))
+
+
+def _sum16(q: np.ndarray, w: Work, out: Format, threads: int = 2) -> np.ndarray:
+    """at::sum of a 16-bit tensor on CPU: ``P = min(threads, ceil(K / 32768))`` contiguous chunks
+    (at::parallel_for's grain), each summed in fp32 and stored in the 16-bit type, the chunk sums added
+    in it (measured bit for bit against torch 2.13 with 2 intra-op threads, tests/test_loss16.py)."""
+    o = Work(out)
+    flat = f64(q).reshape(-1)
+    p = max(1, min(threads, -(-flat.size // 32768)))
+    size = -(-flat.size // p) if flat.size else 1
+    acc = None
+    for i in range(0, max(flat.size, 1), size):
+        s = o.q(row_sum(flat[i:i + size].reshape(1, -1), w.fmt, "pairwise")[0, 0] if flat.size else np.float64(0.0))
+        acc = s if acc is None else o.q(f64(acc) + f64(s))
+    return np.asarray(acc)
+
+
+@_kl("stored16", "rounding", True,
+     "PyTorch CPU's 16-bit kl_div: every primitive of the term (log t, t log t, t x, the difference; "
+     "log_target: exp t, t - x, the product) stored in the 16-bit type; mean through at::mean (fp32 sum, "
+     "one rounding), sum through at::sum (16-bit chunk sums), batchmean that stored sum divided by N: "
+     "evidence for the stored16 standards only", applies=_stored16_only)
+def _kl_stored16(inputs, w, params, out):
+    q = _kl_stored16_terms(inputs, w, params, out)
+    red = params.get("reduction", "mean")
+    if red in ("none", "mean"):
+        return _kl_reduce(q, params, w, _rows(inputs), "pairwise")
+    s = _sum16(q, w, out)
+    return s if red == "sum" else np.asarray(Work(out).q(w.q(f64(s) / _rows(inputs))))
+
+
 @_kl("mean-not-batchmean", "scale", False,
      "reduction='batchmean' returning the mean over every element (torch's own 'mean' trap): 1/C of the KL",
      applies=_mse_is("batchmean"), observable=True)
@@ -1020,6 +1063,46 @@ variant("nll_loss", "torch-cpu", "library", True, "torch.nn.functional.nll_loss 
 
 def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
     return bool(np.any(np.asarray(inputs[1]) == params.get("ignore_index", -100)))
+
+
+def _nll_cascade16(loss: np.ndarray, keep: np.ndarray, params: Mapping[str, Any], w: Work, out: Format
+                   ) -> np.ndarray:
+    """nll_loss_out_frame's reduction in a 16-bit ``scalar_t`` (aten/src/ATen/native/LossNLL.cpp): the
+    cascade of 8 partial sums (:func:`numstd.reference.loss.nll_cascade_partials` has its order), every
+    addition computed in fp32 and stored in the 16-bit type, the mean divided by the row count stored
+    in it."""
+    from ..reference.loss import NLL_LEVELS
+
+    o = Work(out)
+    r16 = lambda v: float(o.q(w.q(np.float64(v))))  # noqa: E731
+    n = int(loss.shape[0])
+    lp = max(4, (int(np.ceil(np.log2(n))) if n > 1 else 0) // NLL_LEVELS)
+    mask = (1 << lp) - 1
+    part = [0.0] * NLL_LEVELS
+    for b in np.flatnonzero(keep).tolist():
+        part[0] = r16(part[0] + float(loss[b]))
+        for j in range(NLL_LEVELS - 1):
+            if b & (mask << (j * lp)):
+                break
+            part[j + 1] = r16(part[j + 1] + part[j])
+            part[j] = 0.0
+    acc = 0.0
+    for p in part:
+        acc = r16(acc + p)
+    if params.get("reduction", "mean") == "mean":
+        acc = r16(acc / r16(int(np.sum(keep))))
+    return np.asarray(acc)
+
+
+@_nll("stored16", "rounding", True,
+      "PyTorch CPU's 16-bit nll_loss: the kept -x[n, t_n] summed in its cascade of 16-bit partial sums "
+      "(blocks of 16, 8 levels), the mean divided by the row count rounded to 16 bits: evidence for the "
+      "stored16 standards only", applies=_stored16_only)
+def _nll_stored16(inputs, w, params, out):
+    loss, keep = _nll_parts(inputs, w, params)
+    if params.get("reduction", "mean") == "none":
+        return loss
+    return _nll_cascade16(loss, keep, params, w, out)
 
 
 @_nll("ignore-index-ignored", "formula-error", False,
