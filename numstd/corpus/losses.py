@@ -1094,10 +1094,23 @@ def _nll_cascade16(loss: np.ndarray, keep: np.ndarray, params: Mapping[str, Any]
     return np.asarray(acc)
 
 
+def _nll_cascade_finite(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The 16-bit cascade's result is finite: an fp16 partial sum above 65504 stored as inf (a finite mean
+    loss returned as inf) is the documented defect torch-cpu-nll-loss-fp16-overflow, not legitimate
+    stored16 arithmetic."""
+    from ..core.formats import get_format
+
+    w = Work(get_format("float32"))
+    with np.errstate(all="ignore"):
+        loss, keep = _nll_parts(inputs, w, params)
+        return params.get("reduction", "mean") == "none" or bool(np.isfinite(_nll_cascade16(loss, keep, params, w, out)))
+
+
 @_nll("stored16", "rounding", True,
       "PyTorch CPU's 16-bit nll_loss: the kept -x[n, t_n] summed in its cascade of 16-bit partial sums "
       "(blocks of 16, 8 levels), the mean divided by the row count rounded to 16 bits: evidence for the "
-      "stored16 standards only", applies=_stored16_only)
+      "stored16 standards only, on inputs where no stored partial sum overflows",
+      applies=_stored16_only, observable=_nll_cascade_finite)
 def _nll_stored16(inputs, w, params, out):
     loss, keep = _nll_parts(inputs, w, params)
     if params.get("reduction", "mean") == "none":
