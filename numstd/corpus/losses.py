@@ -138,6 +138,39 @@ variant("cross_entropy", "torch-cpu", "library", True,
         acc_formats=FP32_ONLY)(_torch_ce)
 
 
+def _ce_stored16(inputs, params, out, acc, seed):
+    """PyTorch CPU's 16-bit cross_entropy: log_softmax in the input dtype (the row sum ``s`` and ``log s``
+    stored in ``scalar_t`` buffers, ``(x - m) - log s`` formed in fp32 and stored) then nll_loss's cascade
+    of 16-bit partial sums (:func:`_nll_cascade16`); bit for bit against torch 2.13 (tests/test_loss16.py)."""
+    x, t, w = _ce_parts(inputs, acc)
+    o = Work(out)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=-1, keepdims=True) if x.size else np.zeros((x.shape[0], 1))
+        d = w.q(x - m)
+        s = o.q(row_sum(w.q(np.exp(f64(d))), w.fmt, "pairwise"))
+        lp = o.q(w.q(d - o.q(w.q(np.log(f64(s))))))
+        loss = -_picked(lp, t)
+        if params.get("reduction", "mean") == "none":
+            return finish(loss, out)
+        return finish(_nll_cascade16(loss, np.ones(loss.shape, bool), params, w, out), out)
+
+
+def _ce_cascade_finite(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The 16-bit model's result is finite (an fp16 partial sum above 65504: the defect
+    torch-cpu-nll-loss-fp16-overflow)."""
+    from ..core.formats import get_format
+
+    with np.errstate(all="ignore"):
+        return bool(np.all(np.isfinite(f64(_ce_stored16(inputs, params, out, get_format("float32"), 0)))))
+
+
+variant("cross_entropy", "stored16", "rounding", True,
+        "PyTorch CPU's 16-bit cross_entropy: log_softmax with s and log s stored in the 16-bit type, the "
+        "log-probabilities stored, nll_loss's cascade of 16-bit partial sums and 16-bit row count: "
+        "evidence for the stored16 standards only, on inputs where no stored partial sum overflows",
+        lambda out, f, p: out.name in ("bfloat16", "float16"), _ce_cascade_finite, acc_formats=FP32_ONLY)(_ce_stored16)
+
+
 def _ce_exact(inputs: list, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """float64 cross entropy (reduced as asked) and the scale of a legitimate fp32 error."""
     x = f64(inputs[0])

@@ -127,7 +127,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         'ignore_index, no label smoothing): logits (N, C), target (N,) integers in [0, C); '
         "reduction 'mean' (sum / N), 'sum' or 'none' (the N losses)."
     ),
-          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N", "M"),
+          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N", "M", "s16", "a16", "h16"),
           integer_inputs=(1,)),
     entry("mse_loss", "loss", ("input", "target"), 0, {"reduction": "mean"}, (
         "l_i = (input_i - target_i)**2 (torch.nn.functional.mse_loss without the legacy size_average/"

@@ -18,7 +18,8 @@ time (or one block of a longer row), so the reference of a batch of long rows (a
 aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they broadcast to them),
 ``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
 rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
-that a model term in ``N`` does not depend on the chunk size; ``M``, the number of row losses
+that a model term in ``N`` does not depend on the chunk size; ``s16``, ``a16``, ``h16``: nll_loss's 16-bit cascade over the row losses (see nll_loss below; the
+stored16 cross_entropy standards); ``M``, the number of row losses
 each output averages or sums (``N`` for mean and sum, 1 for ``"none"``, where an output is one
 row's loss: a ``sqrt(N)`` averaging term there grew with the batch and switched the bias test off).
 
@@ -141,7 +142,11 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(batch),
            "M": np.asarray(1.0 if reduction == "none" else batch)}
     if reduction == "none":
-        return losses, per_row, aux
+        z = np.zeros_like(losses)  # (no stored partial sum: one row's loss per output)
+        return losses, per_row, {**aux, **stored16_aux(z, None), "h16": z}
+    with np.errstate(all="ignore"):  # nll_loss's 16-bit cascade over the row losses (module docstring)
+        aux.update(stored16_aux(np.abs(nll_cascade_partials(losses, np.ones(n, bool))), n if reduction == "mean" else 1))
+        aux["h16"] = np.asarray(abs(float(np.sum(losses))) / n if reduction == "mean" and n > 256 else 0.0)
     if not np.all(np.isfinite(losses)):  # IEEE propagation of inf/NaN logits
         total = np.sum(losses) if reduction == "sum" else np.mean(losses)
         red = np.sum if reduction == "sum" else np.mean
