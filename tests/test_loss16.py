@@ -259,28 +259,30 @@ def test_fp32_policy_models_pass_both_and_wrong_dtype_fails(fmt):
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("op", ["kl_div", "nll_loss"])
 def test_corpus_bugs_fail_the_stored16_default(op, fmt):
-    """Every bug of the corpus that applies and is observable on a case fails the stored16 default on it
-    (suite-like cases: log_softmax rows, 1 target in 8 ignored), and the stored16 model passes."""
+    """Every bug of the corpus that applies (and is observable) fails the stored16 default on at least one
+    of these cases (suite-like: log_softmax rows, 1 target in 8 ignored; ignored rows averaged in, or a
+    label off by one, can change a mean by less than the format resolves on some), and the stored16
+    model (torch's arithmetic) passes every one."""
     from numstd.corpus import variants_for
+    from numstd.ops.catalog import validate
 
     std = numstd.find_standard(op, fmt, fmt)
     assert std.id == f"NS-{'KLDIV' if op == 'kl_div' else 'NLLLOSS'}-{TAG[fmt]}-STORED16"
     reds = ("batchmean", "mean", "sum") if op == "kl_div" else ("mean", "sum")
-    seen = set()
+    seen: dict = {}
     for shape in ((64, 10), (8, 4096)) if op == "kl_div" else ((64, 10), (2048, 16)):
         x, t = _kl_inputs(fmt, shape, 9) if op == "kl_div" else _nll_inputs(fmt, shape, 9)
         for red in reds:
-            p = numstd.ops.validate(op, [x, t], {"reduction": red})[1] if hasattr(numstd, "ops") else {"reduction": red}
+            _, arrs, p = validate(op, [x, t], {"reduction": red})
             good = _variant(op, "stored16")([x, t], p, out=fmt)
             assert numstd.check(good, op=op, inputs=[x, t], **p).passed, (shape, red)
             for bug in variants_for(op, legit=False):
-                if not bug.applicable([x, t], p, fmt):
+                if not bug.applicable(arrs, p, fmt):
                     continue
                 y = bug([x, t], p, out=fmt)
-                v = numstd.check(y, op=op, inputs=[x, t], **p)
-                assert not v.passed, (bug.name, shape, red)
-                seen.add(bug.name)
-    assert len(seen) >= 5, seen
+                seen.setdefault(bug.name, False)
+                seen[bug.name] |= not numstd.check(y, op=op, inputs=[x, t], **p).passed
+    assert len(seen) >= 5 and all(seen.values()), seen
 
 
 @pytest.mark.torch
