@@ -219,8 +219,8 @@ def test_nll_cascade_partials_counts():
 @pytest.mark.parametrize("fmt", FMTS)
 def test_torch_cpu_16_bit_kl_div_and_nll_loss_pass_the_stored16_default(fmt):
     """check() on a 16-bit kl_div / nll_loss output picks the -STORED16 standard (the default policy),
-    and torch's own kernel passes it for every reduction (kl_div both log_target); it fails the
-    fp32-policy standard on a long 8192-row mean (its 16-bit cascade)."""
+    and torch's own kernel passes it for every reduction (kl_div both log_target); its 16-bit cascade
+    fails the fp32-policy standard on some of 8 means of 4096 rows (and passes the default on all)."""
     for op in ("kl_div", "nll_loss"):
         reds = ("none", "sum", "mean", "batchmean") if op == "kl_div" else ("none", "sum", "mean")
         for shape in ((64, 10), (8, 8192)) if op == "kl_div" else ((64, 10), (1024, 100)):
@@ -234,10 +234,15 @@ def test_torch_cpu_16_bit_kl_div_and_nll_loss_pass_the_stored16_default(fmt):
                     assert v.standard_id.startswith(f"NS-{stem}-{TAG[fmt]}-STORED16@"), v.standard_id
                     assert v.formats["policy"] == "stored16"
                     assert v.passed, (op, shape, lt, red, v.message)
-    x, t = _nll_inputs(fmt, (8192, 16), 1)
-    y = _torch("nll_loss", x, t, reduction="sum")
-    v = numstd.check(y, op="nll_loss", inputs=[x, t], reduction="sum", policy="fp32")
-    assert v.standard_id.startswith(f"NS-NLLLOSS-{TAG[fmt]}@") and not v.passed
+    rejected = 0
+    for seed in range(8):
+        x, t = _nll_inputs(fmt, (4096, 50), seed)
+        y = _torch("nll_loss", x, t)
+        v = numstd.check(y, op="nll_loss", inputs=[x, t], policy="fp32")
+        assert v.standard_id.startswith(f"NS-NLLLOSS-{TAG[fmt]}@")
+        rejected += not v.passed
+        assert numstd.check(y, op="nll_loss", inputs=[x, t]).passed
+    assert rejected >= 1
 
 
 @pytest.mark.parametrize("fmt", FMTS)
