@@ -394,3 +394,23 @@ def test_torch_cpu_fp16_cross_entropy_passes_the_fp16_stored16_default():
             assert not numstd.check(y, op="cross_entropy", inputs=[x, t], policy="fp32").passed
             # (exact 62.1933: torch is 1.81 ulp above; 62.34375 is 4.81 ulp above and fails)
             assert not numstd.check(np.float16(62.34375), op="cross_entropy", inputs=[x, t]).passed
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", FMTS)
+def test_cross_entropy_problem_in_16_bits_is_judged_by_its_op_standard(fmt):
+    """tests/problems/cross_entropy graded in 16 bits (dtype=fmt): the reference against itself and the
+    faithful fp32 log-sum-exp kernel pass, judged by a 16-bit cross_entropy standard; the kernel without
+    the max-subtraction (nomax.py) fails."""
+    from pathlib import Path
+
+    from numstd.grade_cli import grade_files, load_module
+
+    prob = Path(__file__).parent / "problems" / "cross_entropy"
+    model = load_module(prob / "problem.py")
+    itself = numstd.grade(model.Model, model.Model, model.get_inputs, dtype=fmt, trials=1)
+    assert itself.passed, itself.message
+    assert any(s.startswith(f"NS-CROSSENTROPY-{TAG[fmt]}") for s in itself.standards), itself.standards
+    faithful = grade_files(prob / "problem.py", prob / "faithful.py", dtype=fmt, trials=1, shapes2=False)
+    assert faithful.passed, faithful.message
+    assert not grade_files(prob / "problem.py", prob / "nomax.py", dtype=fmt, trials=1, shapes2=False).passed

@@ -23,6 +23,12 @@ the mean and the mean for the sum, ``|d|`` for ``d²`` (the missing square), a `
 the square of the mean difference, ½·MSE, a running sum in the output format or in bfloat16, the
 last block of 128 dropped, truncation of the final rounding, zeros.
 
+16-bit kl_div, nll_loss and cross_entropy: ``stored16``, torch CPU's arithmetic, bit for bit
+(tests/test_loss16.py): kl_div's composite with every primitive stored and at::sum's 16-bit chunk
+sums; nll_loss's cascade of 16-bit partial sums (LossNLL.cpp) and 16-bit row count; cross_entropy's
+16-bit log_softmax followed by that cascade (evidence for the stored16 standards only: the fp32-policy
+templates exclude them, with torch CPU).
+
 References: PyTorch ``torch.nn.functional.cross_entropy`` and ``mse_loss``; Hsu et al., "Liger Kernel: efficient
 Triton kernels for LLM training", arXiv:2410.10989 (2024).
 """
