@@ -23,6 +23,12 @@ the mean and the mean for the sum, ``|d|`` for ``d²`` (the missing square), a `
 the square of the mean difference, ½·MSE, a running sum in the output format or in bfloat16, the
 last block of 128 dropped, truncation of the final rounding, zeros.
 
+16-bit kl_div, nll_loss and cross_entropy: ``stored16``, torch CPU's arithmetic, bit for bit
+(tests/test_loss16.py): kl_div's composite with every primitive stored and at::sum's 16-bit chunk
+sums; nll_loss's cascade of 16-bit partial sums (LossNLL.cpp) and 16-bit row count; cross_entropy's
+16-bit log_softmax followed by that cascade (evidence for the stored16 standards only: the fp32-policy
+templates exclude them, with torch CPU).
+
 References: PyTorch ``torch.nn.functional.cross_entropy`` and ``mse_loss``; Hsu et al., "Liger Kernel: efficient
 Triton kernels for LLM training", arXiv:2410.10989 (2024).
 """
@@ -136,6 +142,39 @@ def _torch_ce(inputs, params, out, acc, seed):
 variant("cross_entropy", "torch-cpu", "library", True,
         "torch.nn.functional.cross_entropy on CPU in the logits' dtype", torch_same_format,
         acc_formats=FP32_ONLY)(_torch_ce)
+
+
+def _ce_stored16(inputs, params, out, acc, seed):
+    """PyTorch CPU's 16-bit cross_entropy: log_softmax in the input dtype (the row sum ``s`` and ``log s``
+    stored in ``scalar_t`` buffers, ``(x - m) - log s`` formed in fp32 and stored) then nll_loss's cascade
+    of 16-bit partial sums (:func:`_nll_cascade16`); bit for bit against torch 2.13 (tests/test_loss16.py)."""
+    x, t, w = _ce_parts(inputs, acc)
+    o = Work(out)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=-1, keepdims=True) if x.size else np.zeros((x.shape[0], 1))
+        d = w.q(x - m)
+        s = o.q(row_sum(w.q(np.exp(f64(d))), w.fmt, "pairwise"))
+        lp = o.q(w.q(d - o.q(w.q(np.log(f64(s))))))
+        loss = -_picked(lp, t)
+        if params.get("reduction", "mean") == "none":
+            return finish(loss, out)
+        return finish(_nll_cascade16(loss, np.ones(loss.shape, bool), params, w, out), out)
+
+
+def _ce_cascade_finite(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The 16-bit model's result is finite (an fp16 partial sum above 65504: the defect
+    torch-cpu-nll-loss-fp16-overflow)."""
+    from ..core.formats import get_format
+
+    with np.errstate(all="ignore"):
+        return bool(np.all(np.isfinite(f64(_ce_stored16(inputs, params, out, get_format("float32"), 0)))))
+
+
+variant("cross_entropy", "stored16", "rounding", True,
+        "PyTorch CPU's 16-bit cross_entropy: log_softmax with s and log s stored in the 16-bit type, the "
+        "log-probabilities stored, nll_loss's cascade of 16-bit partial sums and 16-bit row count: "
+        "evidence for the stored16 standards only, on inputs where no stored partial sum overflows",
+        lambda out, f, p: out.name in ("bfloat16", "float16"), _ce_cascade_finite, acc_formats=FP32_ONLY)(_ce_stored16)
 
 
 def _ce_exact(inputs: list, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -881,6 +920,49 @@ variant("kl_div", "torch-cpu", "library", True, "torch.nn.functional.kl_div on C
         torch_same_format, acc_formats=FP32_ONLY)(_torch_kl)
 
 
+def _kl_stored16_terms(inputs: list, w: Work, params: Mapping[str, Any], out: Format) -> np.ndarray:
+    """torch's composite kl_div in a 16-bit type (``aten::xlogy``, ``aten::mul``, ``aten::sub`` /
+    ``aten::sub``, ``aten::exp``, ``aten::mul``), every primitive computed in fp32 and stored:
+    ``RN16(RN16(t RN16(log t)) - RN16(t x))`` (0 · log 0 = 0) or ``RN16(RN16(exp t) RN16(t - x))``."""
+    o = Work(out)
+    x, t = w.load(inputs[0]), w.load(inputs[1])
+    if params.get("log_target", False):
+        return o.q(w.q(o.q(w.q(np.exp(f64(t)))) * o.q(w.q(t - x))))
+    pos = t > 0
+    lt = o.q(w.q(np.log(np.where(pos, f64(t), 1.0))))
+    xl = np.where(pos, o.q(w.q(t * lt)), 0.0)
+    return o.q(w.q(xl - o.q(w.q(t * x))))
+
+
+def _sum16(q: np.ndarray, w: Work, out: Format, threads: int = 2) -> np.ndarray:
+    """at::sum of a 16-bit tensor on CPU: ``P = min(threads, ceil(K / 32768))`` contiguous chunks
+    (at::parallel_for's grain), each summed in fp32 and stored in the 16-bit type, the chunk sums added
+    in it (measured bit for bit against torch 2.13 with 2 intra-op threads, tests/test_loss16.py)."""
+    o = Work(out)
+    flat = f64(q).reshape(-1)
+    p = max(1, min(threads, -(-flat.size // 32768)))
+    size = -(-flat.size // p) if flat.size else 1
+    acc = None
+    for i in range(0, max(flat.size, 1), size):
+        s = o.q(row_sum(flat[i:i + size].reshape(1, -1), w.fmt, "pairwise")[0, 0] if flat.size else np.float64(0.0))
+        acc = s if acc is None else o.q(f64(acc) + f64(s))
+    return np.asarray(acc)
+
+
+@_kl("stored16", "rounding", True,
+     "PyTorch CPU's 16-bit kl_div: every primitive of the term (log t, t log t, t x, the difference; "
+     "log_target: exp t, t - x, the product) stored in the 16-bit type; mean through at::mean (fp32 sum, "
+     "one rounding), sum through at::sum (16-bit chunk sums), batchmean that stored sum divided by N: "
+     "evidence for the stored16 standards only", applies=_stored16_only)
+def _kl_stored16(inputs, w, params, out):
+    q = _kl_stored16_terms(inputs, w, params, out)
+    red = params.get("reduction", "mean")
+    if red in ("none", "mean"):
+        return _kl_reduce(q, params, w, _rows(inputs), "pairwise")
+    s = _sum16(q, w, out)
+    return s if red == "sum" else np.asarray(Work(out).q(w.q(f64(s) / _rows(inputs))))
+
+
 @_kl("mean-not-batchmean", "scale", False,
      "reduction='batchmean' returning the mean over every element (torch's own 'mean' trap): 1/C of the KL",
      applies=_mse_is("batchmean"), observable=True)
@@ -1020,6 +1102,59 @@ variant("nll_loss", "torch-cpu", "library", True, "torch.nn.functional.nll_loss 
 
 def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
     return bool(np.any(np.asarray(inputs[1]) == params.get("ignore_index", -100)))
+
+
+def _nll_cascade16(loss: np.ndarray, keep: np.ndarray, params: Mapping[str, Any], w: Work, out: Format
+                   ) -> np.ndarray:
+    """nll_loss_out_frame's reduction in a 16-bit ``scalar_t`` (aten/src/ATen/native/LossNLL.cpp): the
+    cascade of 8 partial sums (:func:`numstd.reference.loss.nll_cascade_partials` has its order), every
+    addition computed in fp32 and stored in the 16-bit type, the mean divided by the row count stored
+    in it."""
+    from ..reference.loss import NLL_LEVELS
+
+    o = Work(out)
+    r16 = lambda v: float(o.q(w.q(np.float64(v))))  # noqa: E731
+    n = int(loss.shape[0])
+    lp = max(4, (int(np.ceil(np.log2(n))) if n > 1 else 0) // NLL_LEVELS)
+    mask = (1 << lp) - 1
+    part = [0.0] * NLL_LEVELS
+    for b in np.flatnonzero(keep).tolist():
+        part[0] = r16(part[0] + float(loss[b]))
+        for j in range(NLL_LEVELS - 1):
+            if b & (mask << (j * lp)):
+                break
+            part[j + 1] = r16(part[j + 1] + part[j])
+            part[j] = 0.0
+    acc = 0.0
+    for p in part:
+        acc = r16(acc + p)
+    if params.get("reduction", "mean") == "mean":
+        acc = r16(acc / r16(int(np.sum(keep))))
+    return np.asarray(acc)
+
+
+def _nll_cascade_finite(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The 16-bit cascade's result is finite: an fp16 partial sum above 65504 stored as inf (a finite mean
+    loss returned as inf) is the documented defect torch-cpu-nll-loss-fp16-overflow, not legitimate
+    stored16 arithmetic."""
+    from ..core.formats import get_format
+
+    w = Work(get_format("float32"))
+    with np.errstate(all="ignore"):
+        loss, keep = _nll_parts(inputs, w, params)
+        return params.get("reduction", "mean") == "none" or bool(np.isfinite(_nll_cascade16(loss, keep, params, w, out)))
+
+
+@_nll("stored16", "rounding", True,
+      "PyTorch CPU's 16-bit nll_loss: the kept -x[n, t_n] summed in its cascade of 16-bit partial sums "
+      "(blocks of 16, 8 levels), the mean divided by the row count rounded to 16 bits: evidence for the "
+      "stored16 standards only, on inputs where no stored partial sum overflows",
+      applies=_stored16_only, observable=_nll_cascade_finite)
+def _nll_stored16(inputs, w, params, out):
+    loss, keep = _nll_parts(inputs, w, params)
+    if params.get("reduction", "mean") == "none":
+        return loss
+    return _nll_cascade16(loss, keep, params, w, out)
 
 
 @_nll("ignore-index-ignored", "formula-error", False,

@@ -127,7 +127,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         'ignore_index, no label smoothing): logits (N, C), target (N,) integers in [0, C); '
         "reduction 'mean' (sum / N), 'sum' or 'none' (the N losses)."
     ),
-          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N", "M"),
+          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N", "M", "s16", "a16", "h16"),
           integer_inputs=(1,)),
     entry("mse_loss", "loss", ("input", "target"), 0, {"reduction": "mean"}, (
         "l_i = (input_i - target_i)**2 (torch.nn.functional.mse_loss without the legacy size_average/"
@@ -159,7 +159,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "reduction 'mean' (sum / numel), 'batchmean' (sum / input.shape[0], the KL divergence per sample), "
         "'sum' or 'none'."
     ),
-          shape=_kl_div_shape, reference="loss:kl_div", corpus="losses", terms=("K", "N", "mag"),
+          shape=_kl_div_shape, reference="loss:kl_div", corpus="losses", terms=("K", "N", "mag", "s16", "a16", "h16"),
           param_checks={"log_target": _flag},
           calls={"torch": Call("torch.nn.functional.kl_div", {"reduction": "reduction", "log_target": "log_target"})}),
     entry("nll_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "ignore_index": -100}, (
@@ -167,7 +167,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "log-probabilities, target (N,) integers in [0, C) or ignore_index (those rows count 0 and are left "
         "out of the mean); reduction 'mean' (sum / rows kept), 'sum' or 'none' (the N losses)."
     ),
-          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag"),
+          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16"),
           integer_inputs=(1,), param_checks={"ignore_index": _index}),  # (torch: the backend's own call, target.long())
     entry("hinge_embedding_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "margin": 1.0}, (
         "l_i = input_i where target_i = 1, max(0, margin - input_i) where target_i = -1 "

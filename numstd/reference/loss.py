@@ -18,7 +18,8 @@ time (or one block of a longer row), so the reference of a batch of long rows (a
 aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they broadcast to them),
 ``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
 rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
-that a model term in ``N`` does not depend on the chunk size; ``M``, the number of row losses
+that a model term in ``N`` does not depend on the chunk size; ``s16``, ``a16``, ``h16``: nll_loss's 16-bit cascade over the row losses (see nll_loss below; the
+stored16 cross_entropy standards); ``M``, the number of row losses
 each output averages or sums (``N`` for mean and sum, 1 for ``"none"``, where an output is one
 row's loss: a ``sqrt(N)`` averaging term there grew with the batch and switched the bias test off).
 
@@ -72,6 +73,25 @@ threshold's two roundings are shared by every term, so they add up, not at rando
 (quadratic, t) and ``2 q_i`` (linear, t and t/2); all times 1.01 for the second-order terms.
 hinge ``c_i = h_i`` on the margin terms (the stored ``RN16(margin - x_i)``).  aux ``s16 = sqrt(sum c_i^2) / div`` and
 ``a16 = sum c_i / div`` (``div`` the mean's denominator, 1 for sum; ``c_i`` itself for none).
+
+kl_div stored16 aux (docs/methodology.md §11; torch's composite ``xlogy(t, t) - t * x`` /
+``exp(t) * (t - x)``, every primitive rounded to the 16-bit input type): ``c_i = 1.01 (2 t_i |log t_i| +
+t_i |x_i| + |q_i|)`` (the stored ``log t``, ``t log t``, ``t x`` and their difference) or, with
+``log_target``, ``c_i = 3.02 |q_i|`` (``exp t``, ``t - x``, the product).  The reduction is ``at::sum``
+(sum, batchmean) or ``at::mean`` (mean, accumulated in fp32: no stored partial) of the 16-bit terms:
+``at::sum`` of more than ``GRAIN_SIZE = 32768`` elements reduces ``P <= ceil(numel / 32768)`` chunks
+(one per intra-op thread, ``at::parallel_for``'s grain) whose partial sums are stored in the 16-bit
+type and added in it: ``P`` stored partials and ``P - 2`` stored running sums, each within ``u16`` of
+at most ``sum |q_i|``, so a deterministic ``(P - 1) sum |q_i|``; batchmean then divides the stored
+16-bit sum (one more rounding, ``|loss|``).  Both go into ``h16`` (a shared, deterministic aux).
+
+nll_loss stored16 aux: ``nll_loss_out_frame`` (``aten/src/ATen/native/LossNLL.cpp``) sums the kept
+``-x[n, t_n]`` in a cascade of ``scalar_t`` partial sums (8 levels; level ``j`` flushed into ``j + 1``
+whenever the row index is a multiple of ``16^(j+1)``, i.e. blocks of 16, for fewer than 2^32 rows),
+then adds the 8 levels in order, every addition rounded to the 16-bit type: ``c_j = |P_j|``, the
+exact value of every partial sum the cascade stores (:func:`nll_cascade_partials`); the mean divides
+by the row count stored in the 16-bit type (exact up to 256 rows in both formats): ``h16 = |loss|``
+above 256 kept rows.
 """
 
 from __future__ import annotations
@@ -82,7 +102,13 @@ from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
-           "KL_TERM_C", "stored16_aux"]
+           "KL_TERM_C", "stored16_aux", "GRAIN_SIZE", "NLL_LEVELS", "nll_cascade_partials"]
+
+#: at::internal::GRAIN_SIZE (ATen/Parallel.h): the fewest elements one intra-op chunk of at::sum handles
+GRAIN_SIZE = 32768
+
+#: cascade_sum_num_levels of nll_loss_out_frame (aten/src/ATen/native/LossNLL.cpp)
+NLL_LEVELS = 8
 
 #: relative bound, in units of u = 2**-53, of one squared difference rounded twice (difference, square)
 MSE_TERM_C = 3.01
@@ -116,7 +142,11 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(batch),
            "M": np.asarray(1.0 if reduction == "none" else batch)}
     if reduction == "none":
-        return losses, per_row, aux
+        z = np.zeros_like(losses)  # (no stored partial sum: one row's loss per output)
+        return losses, per_row, {**aux, **stored16_aux(z, None), "h16": z}
+    with np.errstate(all="ignore"):  # nll_loss's 16-bit cascade over the row losses (module docstring)
+        aux.update(stored16_aux(np.abs(nll_cascade_partials(losses, np.ones(n, bool))), n if reduction == "mean" else 1))
+        aux["h16"] = np.asarray(abs(float(np.sum(losses))) / n if reduction == "mean" and n > 256 else 0.0)
     if not np.all(np.isfinite(losses)):  # IEEE propagation of inf/NaN logits
         total = np.sum(losses) if reduction == "sum" else np.mean(losses)
         red = np.sum if reduction == "sum" else np.mean
@@ -214,21 +244,26 @@ def kl_div(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
             w = np.exp(t)
             q = w * (t - x)
             m = w * (np.abs(t) + np.abs(x))
+            c16 = 3.02 * np.abs(q)  # stored exp(t), t - x and their product (module docstring)
         else:
             pos = t > 0
             lt = np.log(np.where(pos, t, 1.0))
             tlogt = np.where(pos, t * lt, np.where(t == 0, 0.0, np.nan))
             q = tlogt - t * x
             m = np.abs(t) * (np.abs(lt) + np.abs(x))
+            # stored log t, t log t, t x and their difference (module docstring)
+            c16 = 1.01 * (2.0 * np.abs(t) * np.abs(lt) + np.abs(t) * np.abs(x) + np.abs(q))
     reduction = params["reduction"]
     n = float(params.get(BATCH_KEY, x.shape[0] if x.ndim else 1))
     if reduction == "none":
-        return q, KL_TERM_C * U * m, {"K": np.asarray(1.0), "N": np.asarray(n), "mag": m}
+        return q, KL_TERM_C * U * m, {"K": np.asarray(1.0), "N": np.asarray(n), "mag": m,
+                                      **stored16_aux(c16, None), "h16": np.zeros_like(q)}
     k = q.size
     div = {"sum": 1, "mean": k, "batchmean": int(n)}[reduction]
     flat, mflat = q.reshape(-1), m.reshape(-1)
     msum = float(np.sum(mflat)) if k else 0.0
-    aux = {"K": np.asarray(float(k)), "N": np.asarray(n), "mag": np.asarray(msum / div if div else 0.0)}
+    aux = {"K": np.asarray(float(k)), "N": np.asarray(n), "mag": np.asarray(msum / div if div else 0.0),
+           **stored16_aux(c16, div), "h16": np.asarray(_kl_sum_h16(flat, reduction, div))}
     if k == 0:
         return np.asarray(0.0), np.asarray(0.0), aux
     if not np.all(np.isfinite(flat)):  # IEEE propagation of inf/NaN inputs
@@ -242,6 +277,46 @@ def kl_div(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
     return np.asarray(qh), np.asarray(np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / div), aux
 
 
+def _kl_sum_h16(flat: np.ndarray, reduction: str, div: float) -> float:
+    """kl_div's shared stored16 aux ``h16`` (module docstring): at::sum's ``P - 1`` stored chunk sums
+    (``P = ceil(K / GRAIN_SIZE)``) of ``sum |q_i|``, and batchmean's stored sum ``|sum q_i|``, over ``div``."""
+    if reduction == "mean" or not flat.size:
+        return 0.0
+    with np.errstate(all="ignore"):
+        chunks = -(-flat.size // GRAIN_SIZE)
+        h = (chunks - 1) * float(np.sum(np.abs(flat))) + (abs(float(np.sum(flat))) if reduction == "batchmean" else 0.0)
+    return h / (div or 1)
+
+
+def nll_cascade_partials(loss: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The exact value of every partial sum that nll_loss_out_frame's cascade stores (float64, in its
+    order): each kept ``loss_n`` added to level 0, level ``j`` added into ``j + 1`` (and cleared) after
+    row ``b`` unless ``b & (mask << 4 j)`` (``mask = 2^lp - 1``, ``lp = max(4, ceil(log2 N) // 8)``), the
+    ignored rows skipped before that test; then ``0 + level_0 + ... + level_7`` (std::accumulate).
+
+    Returns the partial sums after each addition (the values a 16-bit kernel rounds), 1-d.
+    """
+    n = int(loss.shape[0])
+    lp = max(4, (int(np.ceil(np.log2(n))) if n > 1 else 0) // NLL_LEVELS)
+    mask = (1 << lp) - 1
+    part = [0.0] * NLL_LEVELS
+    out: list[float] = []
+    for b in np.flatnonzero(keep).tolist():
+        part[0] += float(loss[b])  # (loss_partial_sums[0] -= data, the picked log-probability)
+        out.append(part[0])
+        for j in range(NLL_LEVELS - 1):
+            if b & (mask << (j * lp)):
+                break
+            part[j + 1] += part[j]
+            part[j] = 0.0
+            out.append(part[j + 1])
+    acc = 0.0
+    for p in part:
+        acc += p
+        out.append(acc)
+    return np.asarray(out, dtype=np.float64)
+
+
 def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``nll_loss(input, target, reduction, ignore_index)``; see the module docstring."""
     x = np.asarray(arrays[0], dtype=np.float64)
@@ -251,11 +326,16 @@ def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     loss = np.where(keep, -picked, 0.0)
     reduction = params["reduction"]
     if reduction == "none":
-        return loss, np.zeros_like(loss), {"K": np.asarray(1.0), "mag": np.abs(loss)}
+        z = np.zeros_like(loss)  # (exact negations: nothing stored but the output)
+        return loss, z, {"K": np.asarray(1.0), "mag": np.abs(loss), **stored16_aux(z, None), "h16": z}
     k = int(np.sum(keep))
     div = k if reduction == "mean" else 1
     mag = float(np.sum(np.abs(loss)))
-    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(mag / div if div else 0.0)}
+    with np.errstate(all="ignore"):
+        c16 = np.abs(nll_cascade_partials(loss, keep)) if loss.size else np.zeros(0)
+        h16 = abs(float(np.sum(loss))) / div if reduction == "mean" and k > 256 else 0.0  # RN16(row count)
+    aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(mag / div if div else 0.0),
+           **stored16_aux(c16, div or 1), "h16": np.asarray(h16)}
     if loss.size == 0 or k == 0:
         return np.asarray(0.0), np.asarray(0.0), aux
     if not np.all(np.isfinite(loss)):
