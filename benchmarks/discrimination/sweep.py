@@ -25,8 +25,8 @@ separately) and an allowed bug counts as legitimate.  Likewise a third-party lib
 because it needed more than 10× what every numpy model of the corpus needs — is reported
 separately, not counted.
 
-*Runs*: a legitimate subject runs on every case; a bug runs where its ``observable`` predicate says
-it can manifest (elsewhere it computes the right answer) — a bug never observable on any case is
+*Runs*: a legitimate subject runs on every case its ``observable`` predicate (if any) says it models; a
+bug runs where its ``observable`` predicate says it can manifest (elsewhere it computes the right answer) — a bug never observable on any case is
 listed, not counted.  The variant's seed is ``1000·seed + 7`` as in calibration.
 
 Each run yields a :class:`Run`: numstd's verdict (``numstd.check`` with the inputs of the case, no
@@ -219,7 +219,10 @@ def run_unit(unit: Unit, methods: Sequence[Any]) -> list[Run]:
     runs = []
     for v, legit, family, note in subjects_for(std, arrays, full):
         r = Run(std.key, std.op, std.output.name, v.name, legit, family, case.id, True, note=note)
-        if not v.legit and family != "excluded":
+        # a bug runs where it can manifest; a legitimate variant whose predicate says it does not model
+        # these inputs (the stored16 nll/cross_entropy cascades where torch's fp16 partial sums overflow,
+        # a documented defect) is not run either, as calibration and the corpus tests skip it
+        if family != "excluded" and (not v.legit or v.observable is not None):
             try:
                 r.observable = v.observable is None or bool(v.observable(arrays, full, std.output))
             except Exception as exc:  # a predicate that raises: record it, do not count the run
