@@ -1107,27 +1107,14 @@ def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
 def _nll_cascade16(loss: np.ndarray, keep: np.ndarray, params: Mapping[str, Any], w: Work, out: Format
                    ) -> np.ndarray:
     """nll_loss_out_frame's reduction in a 16-bit ``scalar_t`` (aten/src/ATen/native/LossNLL.cpp): the
-    cascade of 8 partial sums (:func:`numstd.reference.loss.nll_cascade_partials` has its order), every
+    cascade of 8 partial sums (:func:`numstd.reference.loss.nll_cascade`), every
     addition computed in fp32 and stored in the 16-bit type, the mean divided by the row count stored
     in it."""
-    from ..reference.loss import NLL_LEVELS
+    from ..reference.loss import nll_cascade
 
     o = Work(out)
     r16 = lambda v: float(o.q(w.q(np.float64(v))))  # noqa: E731
-    n = int(loss.shape[0])
-    lp = max(4, (int(np.ceil(np.log2(n))) if n > 1 else 0) // NLL_LEVELS)
-    mask = (1 << lp) - 1
-    part = [0.0] * NLL_LEVELS
-    for b in np.flatnonzero(keep).tolist():
-        part[0] = r16(part[0] + float(loss[b]))
-        for j in range(NLL_LEVELS - 1):
-            if b & (mask << (j * lp)):
-                break
-            part[j + 1] = r16(part[j + 1] + part[j])
-            part[j] = 0.0
-    acc = 0.0
-    for p in part:
-        acc = r16(acc + p)
+    acc = nll_cascade(loss, keep, r16)[1]
     if params.get("reduction", "mean") == "mean":
         acc = r16(acc / r16(int(np.sum(keep))))
     return np.asarray(acc)

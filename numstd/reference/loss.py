@@ -96,13 +96,15 @@ above 256 kept rows.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
-           "KL_TERM_C", "stored16_aux", "GRAIN_SIZE", "NLL_LEVELS", "nll_cascade_partials"]
+           "KL_TERM_C", "stored16_aux", "GRAIN_SIZE", "NLL_LEVELS", "nll_cascade", "nll_cascade_partials"]
 
 #: at::internal::GRAIN_SIZE (ATen/Parallel.h): the fewest elements one intra-op chunk of at::sum handles
 GRAIN_SIZE = 32768
@@ -288,33 +290,42 @@ def _kl_sum_h16(flat: np.ndarray, reduction: str, div: float) -> float:
     return h / (div or 1)
 
 
-def nll_cascade_partials(loss: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The exact value of every partial sum that nll_loss_out_frame's cascade stores (float64, in its
-    order): each kept ``loss_n`` added to level 0, level ``j`` added into ``j + 1`` (and cleared) after
-    row ``b`` unless ``b & (mask << 4 j)`` (``mask = 2^lp - 1``, ``lp = max(4, ceil(log2 N) // 8)``), the
-    ignored rows skipped before that test; then ``0 + level_0 + ... + level_7`` (std::accumulate).
+def nll_cascade(loss: np.ndarray, keep: np.ndarray, rnd: Callable[[float], float] | None = None
+                ) -> tuple[list[float], float]:
+    """nll_loss_out_frame's cascade over the kept ``loss_n``, in its order: each added to level 0,
+    level ``j`` added into ``j + 1`` (and cleared) after row ``b`` unless ``b & (mask << 4 j)``
+    (``mask = 2^lp - 1``, ``lp = max(4, ceil(log2 N) // 8)``), the ignored rows skipped before that
+    test; then ``0 + level_0 + ... + level_7`` (std::accumulate).  ``rnd`` rounds every addition (a
+    16-bit ``scalar_t``: the corpus model); None keeps them exact in float64.
 
-    Returns the partial sums after each addition (the values a 16-bit kernel rounds), 1-d.
+    Returns ``(partials, total)``: every partial sum after its addition, and the last one.
     """
+    r = (lambda v: v) if rnd is None else rnd
     n = int(loss.shape[0])
     lp = max(4, (int(np.ceil(np.log2(n))) if n > 1 else 0) // NLL_LEVELS)
     mask = (1 << lp) - 1
     part = [0.0] * NLL_LEVELS
     out: list[float] = []
     for b in np.flatnonzero(keep).tolist():
-        part[0] += float(loss[b])  # (loss_partial_sums[0] -= data, the picked log-probability)
+        part[0] = r(part[0] + float(loss[b]))  # (loss_partial_sums[0] -= data, the picked log-probability)
         out.append(part[0])
         for j in range(NLL_LEVELS - 1):
             if b & (mask << (j * lp)):
                 break
-            part[j + 1] += part[j]
+            part[j + 1] = r(part[j + 1] + part[j])
             part[j] = 0.0
             out.append(part[j + 1])
     acc = 0.0
     for p in part:
-        acc += p
+        acc = r(acc + p)
         out.append(acc)
-    return np.asarray(out, dtype=np.float64)
+    return out, acc
+
+
+def nll_cascade_partials(loss: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The exact value of every partial sum that nll_loss_out_frame's cascade stores (float64, in its
+    order, :func:`nll_cascade`): the values a 16-bit kernel rounds, 1-d."""
+    return np.asarray(nll_cascade(loss, keep)[0], dtype=np.float64)
 
 
 def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
