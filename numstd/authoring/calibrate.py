@@ -543,7 +543,7 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
         e1 = np.broadcast_to(m1.pre_rounding(p.env), r.shape) - e0
         b0 = e0 + std.model.rho * ulp(np.abs(r) + e0, std.output) + (std.output.smallest_normal if std.model.ftz else 0.0) \
             + p.ref.error_bound
-    from ..judge.criteria import exit_mask, rounded_specials, spill_mask
+    from ..judge.criteria import exit_mask, exit_split, rounded_specials, spill_mask
 
     expected = rounded_specials(r, std.output)
     fin = np.isfinite(actual) & np.isfinite(expected)
@@ -553,11 +553,8 @@ def _needed(std: Any, p: _Prepared, actual: np.ndarray, constant: str) -> float:
         mismatch &= ~(np.broadcast_to(spill, r.shape) & ~np.isfinite(actual))
     exited = exit_mask(std, p.env)  # 0 or non-finite outputs after a range exit: not judged (check's Judge.add)
     if exited is not None:
-        m = np.broadcast_to(exited, r.shape)
-        with np.errstate(invalid="ignore"):
-            free = m & ((actual == 0) | ~np.isfinite(actual))
         # (a finite output there whose reference rounds beyond the output's range is judged by the bound)
-        edge = m & ~free & np.isfinite(actual) & ~np.isfinite(expected) & np.isfinite(r)
+        free, edge = exit_split(np.broadcast_to(exited, r.shape), actual, r, std.output)
         mismatch &= ~(free | edge)
         fin = (fin | edge) & ~free
     if mismatch.any():

@@ -86,7 +86,7 @@ from ..models import Environment
 from .verdict import CriterionResult, Offender
 
 __all__ = ["Judge", "JudgeResult", "evaluate", "rounded_specials", "judge_chunk", "effective_sample_size", "chunk_pieces", "tail_factor",
-           "hull_violations", "spill_mask", "exit_mask", "constant_shifts", "bias_excess", "ROUNDED", "row_groups",
+           "hull_violations", "spill_mask", "exit_mask", "exit_split", "constant_shifts", "bias_excess", "ROUNDED", "row_groups",
            "row_bias_limit", "RowBias", "scan_rows", "BiasRows", "bias_standard_error", "bias_rows_z"]
 
 _DISTINCT_BITS = DISTINCT_BITS  # WORST_K and DISTINCT_BITS are shared with the compiled judge (numstd.core.native)
@@ -263,6 +263,19 @@ def exit_mask(std: Any, env: Any) -> np.ndarray | None:
         mask = (np.asarray(hi, dtype=np.float64) * (1.0 + s) >= _overflow_threshold(acc)) | \
             (np.asarray(lo, dtype=np.float64) * (1.0 - s) < floor)
     return mask if mask.any() else None
+
+
+def exit_split(mask: np.ndarray, actual: np.ndarray, ref: np.ndarray, out_fmt: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Of the elements after a range exit (``mask``, :func:`exit_mask`, shaped like ``actual``):
+    ``free``, a 0 or non-finite output (the arithmetic's answer there, not judged), and ``edge``, a
+    finite nonzero output whose finite reference rounds beyond ``out_fmt``'s range — legitimate if it
+    is within its bound (the judge tests that; calibration solves for it)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        fin = np.isfinite(actual)
+        zero = actual == 0
+        free = mask & (zero | ~fin)
+        edge = mask & fin & ~zero & np.isfinite(ref) & (np.abs(ref) >= _overflow_threshold(out_fmt))
+    return free, edge
 
 
 def row_groups(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, int]:
@@ -722,11 +735,9 @@ class Judge:
         there, ``subabs``, can straddle the overflow threshold: a finite output is then a legitimate
         rounding, which the specials comparison alone would reject)."""
         m = np.broadcast_to(np.asarray(mask, dtype=bool), shape).reshape(-1)
+        free, edge = exit_split(m, a, r, self.fmt)
+        fin = np.isfinite(a)
         with np.errstate(invalid="ignore", over="ignore"):
-            fin = np.isfinite(a)
-            zero = a == 0
-            free = m & (zero | ~fin)
-            edge = m & fin & ~zero & ~(np.abs(r) < _overflow_threshold(self.fmt))
             if edge.any():
                 at = np.asarray(a[edge], dtype=np.float64)
                 edge[edge] = np.abs(at - r[edge]) <= np.broadcast_to(b, a.shape)[edge]
