@@ -18,7 +18,7 @@ from importlib import resources
 
 import pytest
 
-from numstd.catalog.registry import Criteria, load_registry
+from numstd.catalog.registry import Criteria, _latest_published, load_registry
 from numstd.catalog.templates import instances
 
 #: criteria that calibration fits (authoring/calibrate.py) rather than copies from the template
@@ -28,17 +28,7 @@ _DEFAULTS = {f.name: f.default if f.default is not dataclasses.MISSING else f.de
              for f in dataclasses.fields(Criteria)}
 
 
-def _latest_active() -> dict:
-    best: dict = {}
-    for s in load_registry().by_key.values():
-        if s.status == "draft":
-            continue
-        if s.id not in best or s.version > best[s.id].version:
-            best[s.id] = s
-    return {k: s for k, s in best.items() if s.status == "active"}
-
-
-_LATEST = _latest_active()
+_LATEST = {s.id: s for s in _latest_published(load_registry().by_key.values())}
 _PAIRS = [(t, _LATEST[t.id]) for t in instances() if t.id in _LATEST]
 
 
