@@ -605,7 +605,7 @@ def _rounding(params: dict, A: np.ndarray, B: np.ndarray, bias: np.ndarray | Non
 
     fmt = params.get(INPUT_ROUNDING_KEY)
     return {} if not fmt else rounding_terms(A, B, bias, fmt, values, params.get(ROW0_KEY, 0),
-                                             params.get(RESOLUTION_KEY) or "float32")
+                                             params.get(RESOLUTION_KEY) or "float32", params.get(CACHE_KEY))
 
 
 def linear(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:

@@ -137,7 +137,7 @@ def _core(x_in: np.ndarray, w_in: np.ndarray, b_in: np.ndarray | None, x: np.nda
             sl = (slice(lo, hi), slice(grp * co, (grp + 1) * co))
             values[sl], bound[sl], absdot[sl] = v, bd, ad
             if rounding:  # (the im2col rows and the weight as the GEMM sees them: zero padding rounds to 0)
-                for n, t in rounding_terms(cols, wg, bg, rounding, v, row0 + lo, res or "float32").items():
+                for n, t in rounding_terms(cols, wg, bg, rounding, v, row0 + lo, res or "float32", cache).items():
                     rterms[n][sl] = t
     shape = (N,) + g.out_size + (g.c_out,)
 

@@ -43,17 +43,27 @@ __all__ = ["INPUT_ROUNDING_KEY", "TERMS", "rounding_terms"]
 TERMS = ("indev", "insum", "inrms")
 
 
-def _rounded(x: np.ndarray, fmt: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(x in float64, fl(x) in float64, |fl(x) − x|)`` for RNE into ``fmt``."""
+def _rounded(x: np.ndarray, fmt: Any, cache: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x in float64, fl(x) in float64, |fl(x) − x|)`` for RNE into ``fmt``; ``cache`` (the caller's
+    per-call dict, as :func:`numstd.reference.contraction.operand`'s) holds it for an operand every
+    chunk shares (``B``, the weight), keyed by its memory, shape, strides and dtype."""
     from ..core.formats import round_to
 
+    key = None
+    if cache is not None:
+        key = ("rounded", str(fmt), x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str)
+        if key in cache:
+            return cache[key]
     x64 = np.asarray(x, dtype=np.float64)
     r = np.asarray(round_to(x64, fmt), dtype=np.float64)
-    return x64, r, np.abs(r - x64)
+    out = (x64, r, np.abs(r - x64))
+    if key is not None:
+        cache[key] = out
+    return out
 
 
 def rounding_terms(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, fmt: Any, values: np.ndarray,
-                   row0: int = 0, resolution: Any = "float32") -> dict[str, np.ndarray]:
+                   row0: int = 0, resolution: Any = "float32", cache: dict | None = None) -> dict[str, np.ndarray]:
     """The terms ``indev``, ``insum``, ``inrms`` (module docstring) of ``A @ B (+ bias)``.
 
     Parameters
@@ -72,6 +82,8 @@ def rounding_terms(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, fmt: A
         The output format: ``ĉ`` is refined beyond one float64 GEMM only where an error of
         ``2⁻¹⁰·u(resolution)·|Â||B̂|`` could show (:func:`~numstd.reference.contraction.dot`'s
         ``resolution_slack``, as for the reference itself), far below the allowance ``indev`` enters.
+    cache : dict, optional
+        Per-call cache: ``B``'s rounding is computed once for all chunks of rows.
 
     Returns
     -------
@@ -81,7 +93,7 @@ def rounding_terms(A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, fmt: A
     from .contraction import dot, padded_matmul
 
     a, ar, ea = _rounded(A, fmt)
-    b, br, eb = _rounded(B, fmt)
+    b, br, eb = _rounded(np.asarray(B), fmt, cache)  # (shared by every chunk of rows)
     aa, bb = np.abs(a), np.abs(b) + eb
     bias_r, ebias = (None, 0.0) if bias is None else _rounded(bias, fmt)[1:]
     moved, _, _ = dot(ar, br, bias_r, resolution=resolution, resolution_slack=True, row0=row0)
