@@ -25,7 +25,7 @@ from ..core.formats import Format, round_to
 from . import Variant
 
 __all__ = [
-    "Work", "f64", "finish", "rnd", "registrar", "to_last", "from_last", "row_sum",
+    "Work", "f64", "finish", "rnd", "registrar", "to_last", "from_last", "row_sum", "at_sum16",
     "narrow_out", "float32_inputs", "low_precision_inputs", "torch_available",
     "torch_inputs", "torch_same_format", "to_torch", "from_torch", "corrupt_one",
     "truncation_visible", "ACC_P", "FP32_ONLY",
@@ -114,6 +114,23 @@ def row_sum(t: Any, acc: Format, order: str = "sequential", **kw: Any) -> np.nda
     if t.shape[-1] == 0:
         return np.zeros(t.shape[:-1] + (1,))
     return accumulate(t, -1, order=order, acc=acc, **kw)[..., None]
+
+
+def at_sum16(q: Any, w: "Work", out: Format, threads: int = 2) -> np.ndarray:
+    """at::sum of a 16-bit tensor ``q`` to one output on CPU (``two_pass_reduction``,
+    ``aten/src/ATen/native/TensorIteratorReduce.cpp``): above 32768 elements ``P = min(threads,
+    ceil(K / 32768))`` contiguous chunks (at::parallel_for's grain), each summed pairwise in ``w``'s
+    format and stored in ``out``, the stored chunk sums added in ``w``'s format and rounded once to
+    ``out``; at most 32768 elements: one pairwise sum rounded to ``out`` (bit for bit torch 2.13 with 2
+    and 8 intra-op threads, tests/test_stored16.py)."""
+    o = Work(out)
+    flat = f64(q).reshape(-1)
+    if not flat.size:
+        return np.asarray(o.q(np.float64(0.0)))
+    p = max(1, min(threads, -(-flat.size // 32768)))
+    size = -(-flat.size // p)
+    parts = [o.q(row_sum(flat[i:i + size].reshape(1, -1), w.fmt, "pairwise")[0, 0]) for i in range(0, flat.size, size)]
+    return np.asarray(o.q(row_sum(f64(np.asarray(parts)).reshape(1, -1), w.fmt, "sequential")[0, 0]))
 
 
 def registrar(store: list) -> Callable:

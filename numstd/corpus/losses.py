@@ -18,7 +18,8 @@ pairwise, as a tree, in blocks of 128, split in 4, by Kahan, or by FMA (``s = RN
 square not rounded), then ``RN(s / K)`` or ``RN(s * RN(1/K))``; numpy's float32 ``mean(d * d)``;
 torch CPU (which stores ``d`` and ``d²`` in a 16-bit input's dtype); ``stored16``, that 16-bit
 arithmetic (evidence for the stored16 standards; huber / smooth_l1: ``stored16-arith``, every
-operation of the term in 16 bits; hinge: ``stored16``, ``RN16(margin - x)``).  Bugs: the sum returned for
+operation of the term in 16 bits, and ``stored16-once``, the fp32 term stored rounded once; hinge:
+``stored16``, ``RN16(margin - x)``).  Bugs: the sum returned for
 the mean and the mean for the sum, ``|d|`` for ``d²`` (the missing square), a ``K − 1`` denominator,
 the square of the mean difference, ½·MSE, a running sum in the output format or in bfloat16, the
 last block of 128 dropped, truncation of the final rounding, zeros.
@@ -42,7 +43,7 @@ import numpy as np
 from ..core.formats import Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
+    FP32_ONLY, at_sum16, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
     truncation_visible, Work,
 )
 from .softmax import Row, online
@@ -289,6 +290,15 @@ def _mse_reduce(q: np.ndarray, params: Mapping[str, Any], w: Work, order: str = 
     return np.asarray(w.q(np.float64(s) / k))
 
 
+def _reduce16(q: np.ndarray, params: Mapping[str, Any], w: Work, out: Format) -> np.ndarray:
+    """Stored 16-bit terms ``q`` reduced as torch's ``apply_loss_reduction`` does on CPU: ``mean``
+    through at::mean (fp32 sum, ``RN(s / K)``), ``sum`` through at::sum (:func:`~numstd.corpus._common.at_sum16`: 16-bit chunk
+    sums above 32768 elements)."""
+    if params.get("reduction", "mean") == "sum":
+        return at_sum16(q, w, out)
+    return _mse_reduce(q, params, w, "pairwise")
+
+
 def _not_none(out: Format, fmts: Any, params: Mapping[str, Any]) -> bool:
     return params.get("reduction", "mean") != "none"
 
@@ -379,12 +389,12 @@ def _stored_squares_finite(inputs: list, params: Mapping[str, Any], out: Format)
 
 @_mse("stored16", "rounding", True,
       "PyTorch CPU's 16-bit mse_loss: d = RN16(a - b) and d^2 = RN16(d^2) stored in the 16-bit output "
-      "format, the terms summed in float32, RN(s / K): evidence for the stored16 standards only, on "
-      "inputs whose stored squares are finite", applies=_stored16_only, observable=_stored_squares_finite)
+      "format, the mean's terms summed in float32, RN(s / K), the sum through at::sum (16-bit chunk sums): "
+      "evidence for the stored16 standards only, on inputs whose stored squares are finite", applies=_stored16_only, observable=_stored_squares_finite)
 def _mse_stored16(inputs, w, params, out):
     o = Work(out)
     d = o.q(w.q(w.load(inputs[0]) - w.load(inputs[1])))
-    return _mse_reduce(o.q(w.q(d * d)), params, w, "pairwise")
+    return _reduce16(o.q(w.q(d * d)), params, w, out)
 
 
 def _mse_exact(inputs: list, params: Mapping[str, Any]) -> np.ndarray:
@@ -688,10 +698,19 @@ del _op
 @_hub("stored16-arith", "rounding", True,
       "PyTorch CPU's bf16 huber_loss and fp16 smooth_l1_loss: every operation of the term (d, the "
       "threshold, its half, the product, subtraction, division) rounded to the 16-bit output format "
-      "(bit for bit torch's 'none' output), the terms summed pairwise in float32, RN(s / K): evidence "
-      "for the stored16 standards only", applies=_stored16_only)
+      "(bit for bit torch's 'none' output), the mean's terms summed pairwise in float32, RN(s / K), the "
+      "sum through at::sum (16-bit chunk sums): evidence for the stored16 standards only", applies=_stored16_only)
 def _hub_stored16(op, inputs, w, params, out):
-    return _mse_reduce(_hub_terms(op, inputs, Work(out), params), params, w, "pairwise")
+    return _reduce16(_hub_terms(op, inputs, Work(out), params), params, w, out)
+
+
+@_hub("stored16-once", "rounding", True,
+      "PyTorch CPU's fp16 huber_loss and bf16 smooth_l1_loss: the term computed in float32 and stored "
+      "rounded once to the 16-bit output format (bit for bit torch's 'none' output), the mean's stored "
+      "terms summed pairwise in float32, RN(s / K), the sum through at::sum (16-bit chunk sums): evidence "
+      "for the stored16 standards only", applies=_stored16_only)
+def _hub_stored_once(op, inputs, w, params, out):
+    return _reduce16(Work(out).q(_hub_terms(op, inputs, w, params)), params, w, out)
 
 
 @_hub("sum-not-mean", "scale", False, "reduction='mean' returning the sum of the terms", applies=_mse_is("mean"))
@@ -934,21 +953,6 @@ def _kl_stored16_terms(inputs: list, w: Work, params: Mapping[str, Any], out: Fo
     return o.q(w.q(xl - o.q(w.q(t * x))))
 
 
-def _sum16(q: np.ndarray, w: Work, out: Format, threads: int = 2) -> np.ndarray:
-    """at::sum of a 16-bit tensor on CPU: ``P = min(threads, ceil(K / 32768))`` contiguous chunks
-    (at::parallel_for's grain), each summed in fp32 and stored in the 16-bit type, the chunk sums added
-    in it (measured bit for bit against torch 2.13 with 2 intra-op threads, tests/test_loss16.py)."""
-    o = Work(out)
-    flat = f64(q).reshape(-1)
-    p = max(1, min(threads, -(-flat.size // 32768)))
-    size = -(-flat.size // p) if flat.size else 1
-    acc = None
-    for i in range(0, max(flat.size, 1), size):
-        s = o.q(row_sum(flat[i:i + size].reshape(1, -1), w.fmt, "pairwise")[0, 0] if flat.size else np.float64(0.0))
-        acc = s if acc is None else o.q(f64(acc) + f64(s))
-    return np.asarray(acc)
-
-
 @_kl("stored16", "rounding", True,
      "PyTorch CPU's 16-bit kl_div: every primitive of the term (log t, t log t, t x, the difference; "
      "log_target: exp t, t - x, the product) stored in the 16-bit type; mean through at::mean (fp32 sum, "
@@ -959,7 +963,7 @@ def _kl_stored16(inputs, w, params, out):
     red = params.get("reduction", "mean")
     if red in ("none", "mean"):
         return _kl_reduce(q, params, w, _rows(inputs), "pairwise")
-    s = _sum16(q, w, out)
+    s = at_sum16(q, w, out)
     return s if red == "sum" else np.asarray(Work(out).q(w.q(f64(s) / _rows(inputs))))
 
 
@@ -1241,10 +1245,10 @@ variant("hinge_embedding_loss", "torch-cpu", "library", True,
 
 @_hinge("stored16", "rounding", True,
         "PyTorch CPU's 16-bit hinge_embedding_loss: RN16(margin - x) stored in the 16-bit output format, "
-        "the terms summed pairwise in float32, RN(s / K): evidence for the stored16 standards only",
-        applies=_stored16_only)
+        "the mean's terms summed pairwise in float32, RN(s / K), the sum through at::sum (16-bit chunk sums): "
+        "evidence for the stored16 standards only", applies=_stored16_only)
 def _hinge_stored16(inputs, w, params, out):
-    return _mse_reduce(_hinge_terms(inputs, w, params, stored=out), params, w, "pairwise")
+    return _reduce16(_hinge_terms(inputs, w, params, stored=out), params, w, out)
 
 
 @_hinge("missing-clamp", "formula-error", False, "margin - x without the max(0, .)", observable=True)

@@ -33,7 +33,7 @@ import numpy as np
 from ..core.formats import FORMATS, Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
+    FP32_ONLY, at_sum16, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
     torch_same_format, Work,
 )
 
@@ -153,6 +153,20 @@ def _register_reduction(op: str) -> None:
     variant(op, "torch-cpu", "library", True,
             f"torch.{op} on CPU in the input's dtype (16-bit inputs accumulate in float32)",
             torch_same_format, acc_formats=FP32_ONLY)(torch_run)
+
+    if op == "sum":
+        for threads in (2, 8):
+            def chunks(t, acc, out, seed, _n=threads):
+                if t.ndim == 1 or math.prod(t.shape[:-1]) == 1:  # one output: at::sum's two passes
+                    return np.asarray(at_sum16(t, Work(acc), out, _n)).reshape(t.shape[:-1])
+                return _reduce(t, acc, "pairwise")  # several outputs: each reduced in fp32 by one thread
+
+            variant(op, f"stored16-chunks{threads}", "rounding", True,
+                    f"PyTorch CPU's 16-bit sum to one output with {threads} intra-op threads: above 32768 "
+                    "elements one contiguous chunk per thread summed in fp32 and stored in the 16-bit "
+                    "output format, the chunk sums added in it (at::sum's two_pass_reduction); several "
+                    "outputs: fp32 sums rounded once. Evidence for the stored16 standards only",
+                    narrow_out)(make(chunks))
 
     # bugs --------------------------------------------------------------------------------
     variant(op, "acc-output-format", "accumulation-precision", False,

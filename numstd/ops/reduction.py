@@ -150,7 +150,7 @@ ENTRIES: tuple[OpInfo, ...] = (
     entry("sum", "reduction", ("x",), 0, {"axis": None, "keepdims": False}, (
         's = sum of x over axis (numpy.sum): axis None (all axes), an int or a tuple of ints.'
     ),
-          shape=_reduced_shape, reference="reduction:sum_", corpus="reductions", terms=("abssum", "K")),
+          shape=_reduced_shape, reference="reduction:sum_", corpus="reductions", terms=("abssum", "K", "g16")),
     entry("mean", "reduction", ("x",), 0, {"axis": None, "keepdims": False}, (
         'm = sum(x, axis) / K with K the number of reduced elements (numpy.mean).'
     ),

@@ -74,6 +74,18 @@ threshold's two roundings are shared by every term, so they add up, not at rando
 hinge ``c_i = h_i`` on the margin terms (the stored ``RN16(margin - x_i)``).  aux ``s16 = sqrt(sum c_i^2) / div`` and
 ``a16 = sum c_i / div`` (``div`` the mean's denominator, 1 for sum; ``c_i`` itself for none).
 
+huber / smooth_l1 once-rounded stored terms (torch's fp16 huber and bf16 smooth_l1: the term computed
+in fp32, stored rounded once to the 16-bit type, ``apply_loss_reduction`` then reducing the stored
+terms in fp32): ``c_i = 1.01 q_i``, aux ``s16t = sqrt(sum c_i^2) / div`` and ``a16t = sum c_i / div``;
+both 0 for ``reduction="none"``, where the stored term is the output and its one rounding the output
+rounding, not an intermediate's.
+
+at::sum's chunk sums (mse_loss, huber_loss, smooth_l1_loss, hinge_embedding_loss with ``reduction="sum"``):
+``apply_loss_reduction`` sums the stored 16-bit loss tensor with ``at::sum`` in its own dtype, which
+above ``GRAIN_SIZE`` elements stores one chunk sum per intra-op thread in the 16-bit type: aux
+``g16`` (:func:`numstd.reference.reduction.chunk_sums16`, ``1.01 sum_j |S_j|`` over pieces of
+``GRAIN_SIZE`` terms), 0 for mean (at::mean accumulates in fp32 and rounds once) and none.
+
 kl_div stored16 aux (docs/methodology.md §11; torch's composite ``xlogy(t, t) - t * x`` /
 ``exp(t) * (t - x)``, every primitive rounded to the 16-bit input type): ``c_i = 1.01 (2 t_i |log t_i| +
 t_i |x_i| + |q_i|)`` (the stored ``log t``, ``t log t``, ``t x`` and their difference) or, with
@@ -100,14 +112,13 @@ from typing import Callable
 
 import numpy as np
 
+from .reduction import GRAIN_SIZE, chunk_sums16
 from .softmax import lse_error, row_stats
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum
 
 __all__ = ["cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "BATCH_KEY", "MSE_TERM_C", "HUBER_TERM_C",
            "KL_TERM_C", "stored16_aux", "GRAIN_SIZE", "NLL_LEVELS", "nll_cascade", "nll_cascade_partials"]
 
-#: at::internal::GRAIN_SIZE (ATen/Parallel.h): the fewest elements one intra-op chunk of at::sum handles
-GRAIN_SIZE = 32768
 
 #: cascade_sum_num_levels of nll_loss_out_frame (aten/src/ATen/native/LossNLL.cpp)
 NLL_LEVELS = 8
@@ -180,7 +191,7 @@ def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndar
         quad = z < delta
         s16 = 1.01 * np.where(quad, 3.0 * q, 4.0 * q)  # per-term roundings of the 16-bit term (module docstring)
         h16 = 1.01 * np.where(quad, 0.0, 3.0 * q)  # the shared threshold roundings RN16(delta), RN16(delta / 2)
-    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16)
+    return _once_rounded(_reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16), q, params["reduction"])
 
 
 def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -192,7 +203,18 @@ def smooth_l1_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.
         quad = (z < beta) if beta else np.zeros(np.shape(z), bool)
         s16 = 1.01 * np.where(quad, 4.0 * q, 3.0 * q)  # per-term roundings of the 16-bit term (module docstring)
         h16 = 1.01 * np.where(quad, 1.0 * q, 2.0 * q)  # the shared threshold roundings RN16(beta), RN16(beta / 2)
-    return _reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16)
+    return _once_rounded(_reduce_terms(q, HUBER_TERM_C, params["reduction"], s16, h16), q, params["reduction"])
+
+
+def _once_rounded(result: tuple, q: np.ndarray, reduction: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    """``result`` with the aux ``s16t``, ``a16t`` of once-rounded stored terms ``c_i = 1.01 q_i`` (module
+    docstring): a kernel that stores each term ``RN16(q_i)`` and reduces the stored terms in fp32."""
+    values, bound, aux = result
+    if reduction == "none":
+        zero = np.zeros(np.shape(values))
+        return values, bound, {**aux, "s16t": zero, "a16t": zero}
+    once = stored16_aux(1.01 * q, q.size if reduction == "mean" else 1)
+    return values, bound, {**aux, "s16t": once["s16"], "a16t": once["a16"]}
 
 
 def stored16_aux(c: np.ndarray, div: float | None) -> dict:
@@ -215,10 +237,10 @@ def _reduce_terms(q: np.ndarray, c: float, reduction: str, s16: np.ndarray, h16:
     ``h16``: their sum reduced like the loss)."""
     if reduction == "none":
         extra = {} if h16 is None else {"h16": h16}
-        return q, c * U * q, {"K": np.asarray(1.0), **stored16_aux(s16, None), **extra}
+        return q, c * U * q, {"K": np.asarray(1.0), **stored16_aux(s16, None), **extra, "g16": np.zeros(np.shape(q))}
     k = q.size
     div = k if reduction == "mean" else 1
-    aux = {"K": np.asarray(float(k)), **stored16_aux(s16, div)}
+    aux = {"K": np.asarray(float(k)), **stored16_aux(s16, div), "g16": np.asarray(chunk_sums16(q) if reduction == "sum" else 0.0)}
     if h16 is not None:
         aux["h16"] = stored16_aux(h16, div)["a16"]
     if k == 0:  # (mean of nothing is refused by the entry's shape rule)
@@ -373,11 +395,11 @@ def hinge_embedding_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarra
         s16 = np.where(y == 1, 0.0, hinge)  # the stored RN16(margin - x) of the margin terms
     reduction = params["reduction"]
     if reduction == "none":
-        return loss, per, {"K": np.asarray(1.0), "mag": m, **stored16_aux(s16, None)}
+        return loss, per, {"K": np.asarray(1.0), "mag": m, **stored16_aux(s16, None), "g16": np.zeros(np.shape(loss))}
     k = loss.size
     div = k if reduction == "mean" else 1
     aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(float(np.sum(m)) / div if div else 0.0),
-           **stored16_aux(s16, div)}
+           **stored16_aux(s16, div), "g16": np.asarray(chunk_sums16(loss) if reduction == "sum" else 0.0)}
     if k == 0:
         return np.asarray(0.0), np.asarray(0.0), aux
     flat = loss.reshape(-1)

@@ -21,6 +21,18 @@ cancels (``1e8 + 1 - 1e8``).  Reference: Ogita, Rump & Oishi, "Accurate sum and 
 SIAM J. Sci. Comput. 26(6), 2005.
 
 Non-finite inputs: outputs whose summands include ``±inf`` or NaN take numpy's IEEE result.
+
+stored16 aux of sum (docs/methodology.md §11): PyTorch CPU reduces a tensor to *one* output over
+more than ``GRAIN_SIZE`` elements in two passes (``TensorIteratorBase::parallel_reduce``'s
+``two_pass_reduction``, ``aten/src/ATen/native/TensorIteratorReduce.cpp``): one contiguous chunk
+per intra-op thread summed in fp32 into a buffer *of the output dtype* (stored in 16 bits for a
+16-bit sum), then the buffered chunk sums added in fp32 and rounded once (bit for bit with 2 and 8
+threads, tests/test_stored16.py).  Each stored chunk sum errs by at most ``u16 |S'_j|``; a thread's
+chunk is a union of pieces of ``GRAIN_SIZE`` elements (up to the cut), so ``sum |S'_j| <= sum |S_j|``
+over the ``ceil(K / GRAIN_SIZE)`` pieces, whatever the thread count: aux ``g16 = 1.01 sum_j |S_j|``
+(:func:`chunk_sums16`), 0 for outputs of more than one element (``parallel_dim_reduction``: each
+output is reduced in fp32 by one thread) and for ``K <= GRAIN_SIZE``.  The losses' ``reduction="sum"``
+(``at::sum`` of the stored 16-bit terms) has the same aux.
 """
 
 from __future__ import annotations
@@ -32,7 +44,10 @@ import numpy as np
 
 from ..core.summation import DD_C, DIV_C, U, dd_div_int, pairwise_sum, prefix_sum, prefix_sum_piece, sum_depth
 
-__all__ = ["sum_", "mean", "cumsum"]
+__all__ = ["sum_", "mean", "cumsum", "GRAIN_SIZE", "chunk_sums16"]
+
+#: at::internal::GRAIN_SIZE (ATen/Parallel.h): the fewest elements one intra-op chunk of a reduction handles
+GRAIN_SIZE = 32768
 
 
 def _reduced(x: np.ndarray, axis: Any) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -106,14 +121,28 @@ def _sum_parts(x: np.ndarray, axis: Any) -> tuple:
     return hi.reshape(shape), lo.reshape(shape), depth, S.reshape(shape), k, axes
 
 
+def chunk_sums16(terms: np.ndarray) -> float:
+    """``g16`` of the module docstring for a one-output 16-bit sum of ``terms`` (flattened):
+    ``1.01 sum_j |S_j|`` over pieces of ``GRAIN_SIZE`` elements, 0 for at most ``GRAIN_SIZE``
+    elements; each piece summed in float64 (relative error below ``2^-37``, far inside the 0.01)."""
+    flat = np.asarray(terms).reshape(-1)
+    if flat.size <= GRAIN_SIZE:
+        return 0.0
+    with np.errstate(all="ignore"):
+        parts = [pairwise_sum(np.asarray(flat[i:i + GRAIN_SIZE], dtype=np.float64), -1)[0]
+                 for i in range(0, flat.size, GRAIN_SIZE)]
+        return 1.01 * float(np.sum(np.abs(np.asarray(parts, dtype=np.float64))))
+
+
 def sum_(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``sum(x, axis, keepdims)``; see the module docstring for the bound."""
     x = np.asarray(arrays[0])  # (widened to float64 block by block in _sum_parts)
     hi, lo, depth, S, K, axes = _sum_parts(x, params["axis"])
     bound = np.abs(lo) + DD_C * depth * U * U * S
     kd = params["keepdims"]
+    g16 = chunk_sums16(x) if hi.size == 1 else 0.0  # (one output: at::sum's two passes)
     return (_keep(hi, x.shape, axes, kd), _keep(bound, x.shape, axes, kd),
-            {"abssum": _keep(S, x.shape, axes, kd), "K": np.asarray(float(K))})
+            {"abssum": _keep(S, x.shape, axes, kd), "K": np.asarray(float(K)), "g16": np.asarray(g16)})
 
 
 def mean(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
