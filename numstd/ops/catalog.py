@@ -66,6 +66,7 @@ FAMILIES: tuple[str, ...] = (
     "pooling", "module",
     "similarity",  # normalize, cosine_similarity, cosine_embedding_loss, triplet_margin_loss
     "cast",  # quantize-dequantize into block-scaled formats (numstd.core.scaled)
+    "scaled",  # scaled_matmul: fp8 / MX GEMMs with dequantization scales
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature
