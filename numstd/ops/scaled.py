@@ -204,7 +204,7 @@ ENTRIES: tuple[OpInfo, ...] = (
               "tensor core's narrow fp8 accumulator without promotion to fp32."
           ),
           shape=_shape, reference="scaled:scaled_matmul", corpus="scaled",
-          terms=("absdot", "K", "nblocks", "tcmag"),
+          terms=("absdot", "K", "nblocks", "tcmag", "tcsum"),
           param_checks={"scaling": _scaling, "use_fast_accum": _flag},
           variant_params=("use_fast_accum",)),
 )

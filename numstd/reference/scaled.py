@@ -29,6 +29,11 @@ aux:
             its 33 aligned terms and its result to the grid ``u_tc 2**E <= u_tc M_i`` (``u_tc = 2**-13``),
             errors of independent signs: ``u_tc * tcmag`` is their root-sum-square size
             (docs/scaled_gemm.md §3).
+``tcsum``   ``sum_i M_i``: the size of the errors that keep one sign (the truncation toward zero of
+            the incoming partial sum and of each block result), which add linearly.
+
+With ``use_fast_accum=True`` (the call allows the narrow accumulator over the whole of K) the
+chunk of ``tcmag`` and ``tcsum`` is the whole of K: ``c_i`` is the running sum of every block before.
 """
 
 from __future__ import annotations
@@ -57,28 +62,32 @@ def dequantized(arrays: list, scaling: str) -> tuple[np.ndarray, np.ndarray]:
     return A, B
 
 
-def _tcmag(A: np.ndarray, B: np.ndarray, row0: int) -> np.ndarray:
-    """``sqrt((TC_BLOCK + 2) * sum_i M_i**2)`` over the K blocks ``i`` of :data:`TC_BLOCK` terms (module docstring).
+def _tensor_core_terms(A: np.ndarray, B: np.ndarray, row0: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(tcmag, tcsum)``: ``sqrt((TC_BLOCK + 2) * sum_i M_i**2)`` and ``sum_i M_i`` over the K blocks ``i`` of
+    :data:`TC_BLOCK` terms (module docstring).
 
     ``M_i = max(|c_i|, |c_{i+1}|, max_k |a_k| * max_k |b_k|)`` with ``c_i`` the exact partial sum of
-    the blocks before ``i`` in its chunk of :data:`PROMOTE` terms (``c = 0`` at a chunk's start),
-    ``max_k`` over the block; each block sum is one float64 GEMM of 32 terms (relative error below
-    2**-47, covered by the factor ``1 + 2**-40``).
+    the blocks before ``i`` in its chunk of ``chunk`` terms (``c = 0`` at a chunk's start: the
+    accumulator promoted to fp32 and restarted), ``max_k`` over the block; each block sum is one
+    float64 GEMM of 32 terms (relative error below 2**-47, covered by the factor ``1 + 2**-40``).
     """
     M, K = A.shape
-    acc = np.zeros((M, B.shape[1]))
-    c = np.zeros_like(acc)
+    sq = np.zeros((M, B.shape[1]))
+    lin = np.zeros_like(sq)
+    c = np.zeros_like(sq)
     for k0 in range(0, K, TC_BLOCK):
-        if k0 % PROMOTE == 0:
+        if k0 % chunk == 0:
             c[...] = 0.0
         a, b = A[:, k0:k0 + TC_BLOCK], B[k0:k0 + TC_BLOCK]
         nxt = c + padded_matmul(a, b, row0)
         m = np.abs(a).max(axis=1)[:, None] * np.abs(b).max(axis=0)[None, :]
         np.maximum(m, np.abs(c), out=m)
         np.maximum(m, np.abs(nxt), out=m)
-        acc += m * m
+        sq += m * m
+        lin += m
         c = nxt
-    return np.sqrt((TC_BLOCK + 2) * acc) * (1.0 + 2.0**-40)
+    grow = 1.0 + 2.0**-40
+    return np.sqrt((TC_BLOCK + 2) * sq) * grow, lin * grow
 
 
 def scaled_matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -92,6 +101,8 @@ def scaled_matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     values, bound, absdot = dot(A, B, resolution=res or "float32", resolution_slack=res is not None,
                                 row0=row0)  # (no cache: A and B are this call's temporaries)
     K = A.shape[1]
+    # the narrow accumulator is promoted every PROMOTE terms, or never where the call allows fast accumulation
+    tcmag, tcsum = _tensor_core_terms(A, B, row0, max(K, 1) if params.get("use_fast_accum") else PROMOTE)
     aux = {"absdot": absdot, "K": np.asarray(float(K)), "nblocks": np.asarray(float(k_blocks(K, scaling))),
-           "tcmag": _tcmag(A, B, row0)}
+           "tcmag": tcmag, "tcsum": tcsum}
     return values, bound, aux
