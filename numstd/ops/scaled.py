@@ -70,9 +70,10 @@ def _scaling(op: str, value: Any) -> str:
 
 
 def _flag(op: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(f"{op}: use_fast_accum must be True or False, got {value!r}")
-    return bool(value)
+    """``use_fast_accum``: a bool (the catalog's shared rule)."""
+    from .catalog import _bool  # (at call time: the catalog imports this module while it is built)
+
+    return _bool(op, "use_fast_accum", value)
 
 
 def k_blocks(K: int, scaling: str) -> int:
