@@ -131,7 +131,7 @@ def _register(name: str, family: str, legit: bool, description: str, *, applies:
     """Register ``core(inputs, params) -> fp32 accumulator`` with the final conversion (``mode``)."""
 
     def deco(core: Callable) -> Callable:
-        def run(inputs, params, out, acc, seed):
+        def run(inputs: list, params: dict, out: Format, acc: Format, seed: int) -> np.ndarray:
             with np.errstate(all="ignore"):
                 return finish(core(inputs, params), out, mode, seed)
 
