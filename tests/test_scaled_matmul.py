@@ -241,3 +241,20 @@ def test_suite_codes_dequantize_close_to_the_drawn_values():
         assert np.all(np.isfinite(A)) and np.all(np.isfinite(B))
         assert np.abs(A).max() <= 448 * float(np.max(np.asarray(inputs[1], dtype=np.float64)))
         assert 0.5 < np.abs(A).std() < 2.0 and 0.5 < np.abs(B).std() < 2.0  # N(0, 1) draws, dequantized
+
+
+def test_mx_nan_scale_makes_its_outputs_nan():
+    """An E8M0 scale 0xFF is NaN (OCP MX v1.0 §5.2): every output whose dot product meets that block is NaN in
+    the reference; a kernel that returns NaN there passes, one that returns a finite value fails."""
+    A_q, sA, B_q, sB = _case(E4M3, "mx", shape=(4, 96, 6))
+    sA = sA.copy()
+    sA[1, 2] = np.array(np.nan, dtype=ml_dtypes.float8_e8m0fnu)
+    inputs = [A_q, sA, B_q, sB]
+    r = reference("scaled_matmul", inputs, scaling="mx")
+    assert np.isnan(r.values[1]).all() and np.isfinite(np.delete(r.values, 1, axis=0)).all()
+    seq = next(v for v in variants_for("scaled_matmul") if v.name == "fp32-sequential")
+    y = seq(inputs, {"scaling": "mx"}, out="float32")
+    assert np.isnan(y[1]).all()
+    assert numstd.check(y, op="scaled_matmul", inputs=inputs, scaling="mx").passed
+    y[1] = 0.0
+    assert not numstd.check(y, op="scaled_matmul", inputs=inputs, scaling="mx").passed
