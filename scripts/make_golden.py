@@ -35,7 +35,7 @@ GOLDEN = ROOT / "reference_data" / "golden"
 #: keys of a verdict's JSON that goldens do not compare (advisory or the release's name)
 IGNORED = ("diagnosis", "numstd_version")
 #: small shapes per op (the suite's shapes would make the inputs large)
-SHAPES = {"matmul": (6, 16, 5), "linear": (6, 16, 5), "attention": (1, 6, 8, 4), "cross_entropy": (6, 10), "nll_loss": (16, 10),
+SHAPES = {"matmul": (6, 16, 5), "linear": (6, 16, 5), "scaled_matmul": (6, 160, 5), "attention": (1, 6, 8, 4), "cross_entropy": (6, 10), "nll_loss": (16, 10),
           "softmax": (4, 12), "log_softmax": (4, 12), "layer_norm": (4, 12), "rms_norm": (4, 12),
           "sum": (4, 12), "mean": (4, 12), "argmax": (4, 12), "argmin": (4, 12), "cumsum": (4, 12),
           "conv": (2, 4, 6, 2, 2, 1, 1, 3, 3, 7, 7), "conv_transpose": (2, 4, 6, 2, 2, 1, 1, 1, 3, 3, 4, 4),

@@ -26,7 +26,7 @@ SMALL = {"matmul": (3, 8, 4), "linear": (3, 8, 4), "attention": (1, 3, 5, 4), "c
          "sum": (3, 7), "mean": (3, 7), "cumsum": (3, 7), "conv": (2, 2, 4, 2, 2, 1, 1, 3, 9),
          "conv_transpose": (2, 2, 4, 2, 2, 1, 1, 1, 3, 5),
          "group_norm": (2, 8, 3), "instance_norm": (2, 3, 5), "batch_norm": (6, 3, 2),
-         "normalize": (3, 7), "cosine_similarity": (3, 7), "cosine_embedding_loss": (4, 6), "triplet_margin_loss": (4, 6),
+         "scaled_matmul": (3, 40, 4), "normalize": (3, 7), "cosine_similarity": (3, 7), "cosine_embedding_loss": (4, 6), "triplet_margin_loss": (4, 6),
          **{f"{k}_pool{d}d": {1: (2, 3, 9), 2: (1, 2, 7, 6), 3: (1, 1, 5, 5, 4)}[d] for k in ("max", "avg")
             for d in (1, 2, 3)}}
 OP_NAMES = sorted(n for n, s in OPS.items() if s.kind != "module")

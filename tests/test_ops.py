@@ -36,7 +36,7 @@ def test_catalog_has_the_designed_ops():
     expected = {"matmul", "linear", "conv", "conv_transpose", "sum", "mean", "cumsum", "softmax", "log_softmax", "layer_norm",
                 "rms_norm", "attention", "cross_entropy", "mse_loss", "module", "huber_loss", "smooth_l1_loss", "kl_div", "nll_loss", "hinge_embedding_loss", "clamp", "cumprod", "amax", "amin", "argmax", "argmin", *ELEMENTWISE,
                 "group_norm", "instance_norm", "batch_norm", *(f"{k}_pool{d}d" for k in ("max", "avg") for d in (1, 2, 3)),
-                "normalize", "cosine_similarity", "cosine_embedding_loss", "triplet_margin_loss", "cast"}
+                "normalize", "cosine_similarity", "cosine_embedding_loss", "triplet_margin_loss", "cast", "scaled_matmul"}
     assert set(OPS) == expected
 
 
@@ -57,9 +57,9 @@ def test_every_spec_is_well_formed(name):
     assert "=" in spec.doc  # every doc states the formula
     # the parameters torch itself requires: group_norm's num_groups, pooling's kernel_size
     required = {k for k, v in spec.params.items() if v is REQUIRED}
-    # and cast's target format
+    # and cast's target format, scaled_matmul's scale layout
     assert required == ({"num_groups"} if name == "group_norm" else {"kernel_size"} if "_pool" in name else
-                        {"to"} if name == "cast" else set())
+                        {"to"} if name == "cast" else {"scaling"} if name == "scaled_matmul" else set())
     with pytest.raises(TypeError):
         spec.params["new"] = 1  # type: ignore[index]
 

@@ -1179,6 +1179,8 @@ def test_aux_terms_cover_the_error_models_and_broadcast():
         "nll_loss": ([x, np.array([0, -100, 3])], {}),
         "hinge_embedding_loss": ([x, np.sign(x - 0.1)], {"margin": 0.5}),
         "cast": ([x], {"to": "mxfp4"}),
+        "scaled_matmul": ([x.astype(ml_dtypes.float8_e4m3fn), np.array(np.float32(0.5)),
+                           x.T.astype(ml_dtypes.float8_e5m2), np.array(np.float32(2.0))], {"scaling": "tensor"}),
         "argmax": ([x], {"axis": 1}), "argmin": ([x], {}),
         "normalize": ([x], {"p": 2.0, "dim": 1}), "cosine_similarity": ([x, 0.5 * x + 0.25], {"dim": 1}),
         "cosine_embedding_loss": ([x, 0.5 * x + 0.25, np.array([1.0, -1.0, 1.0])], {"margin": 0.1}),

@@ -166,8 +166,8 @@ def _ceil2(x: float) -> float:
 
 
 def _k_of(op: str, shape: Sequence[int]) -> int:
-    if op in ("matmul", "linear"):
-        return int(shape[-2]) if op == "matmul" else int(shape[1])
+    if op in ("matmul", "linear", "scaled_matmul"):
+        return int(shape[-2]) if op != "linear" else int(shape[1])
     if op == "attention":
         return int(shape[2])
     if op in ("exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "rsqrt", "sqrt"):

@@ -24,7 +24,8 @@ Distributions (what each can reveal; see DESIGN.md "Inputs decide what can be se
 ``nonfinite``  normal with, per row (last axis), a NaN, a +inf, a −inf, NaN and +inf together, or a
                whole row of +inf or −inf (about 40 % of rows): NaN propagation and infinite extrema.
 
-Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), linear ``[rows, in, out]``,
+Shapes by op: matmul ``[M, K, N]`` (``[B, M, K, N]`` batched), scaled_matmul ``[M, K, N]`` (real operands
+quantized by the scale rule of the suite's ``scaling``), linear ``[rows, in, out]``,
 row ops and elementwise ops the shape of ``x``, attention ``[B, L, S, E]``, cross_entropy ``[N, C]``,
 mse_loss, huber_loss and smooth_l1_loss the shape of ``input``; kl_div ``[N, C]``, log_softmax rows
 against softmax rows (log_softmax with ``log_target``) (``target`` an independent draw of the same distribution); the
@@ -253,6 +254,10 @@ def make_case(op: str, shape: Sequence[int], distribution: str, seed: int, forma
         lt = logp(draw(rng, shape, distribution, fmt(1)))
         inputs = [q(logp(draw(rng, shape, distribution, fmt(0))), 0),
                   q(lt if (params or {}).get("log_target") else np.exp(lt), 1)]
+    elif op == "scaled_matmul":  # codes and scales of each layout's scale rule (numstd.ops.scaled.suite_inputs)
+        from ..ops.scaled import suite_inputs as scaled_inputs
+
+        inputs = scaled_inputs(rng, shape, distribution, lambda s, d: draw(rng, s, d, "float32"), fmts, params or {})
     elif op in SIMILARITY_OPS:  # (zero and tiny rows, a spread of cosines: numstd.ops.similarity.suite_inputs)
         inputs = suite_inputs(op, rng, shape, distribution, lambda s, d: draw(rng, s, d, fmt(0)), q, params or {})
     elif op in ("layer_norm", "rms_norm"):

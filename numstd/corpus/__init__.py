@@ -25,7 +25,7 @@ Two predicates say where a variant is meaningful:
     large enough to overflow ``exp``).  A bug that cannot manifest on an input computes the right
     answer there and must not be counted as a miss.
 
-Modules (one per op family): :mod:`.contraction` (matmul, linear), :mod:`.conv` (conv), :mod:`.reductions` (sum,
+Modules (one per op family): :mod:`.contraction` (matmul, linear), :mod:`.scaled` (scaled_matmul), :mod:`.conv` (conv), :mod:`.reductions` (sum,
 mean, cumsum), :mod:`.extrema` (amax, amin, argmax, argmin), :mod:`.softmax` (softmax, log_softmax), :mod:`.losses` (cross_entropy),
 :mod:`.normalization`
 (layer_norm, rms_norm), :mod:`.elementwise`, :mod:`.attention`.  Nothing is built at

@@ -18,8 +18,8 @@ K tile accumulated twice, a dropped ``K mod 64`` remainder, truncation of the ou
 corrupted output element, a 1 % scale error, TF32 or bfloat16 rounding of float32 inputs, B read
 transposed, zeros.
 
-Not covered: a missing fp8 dequantisation scale -- the catalog's matmul has no ``scale_a`` /
-``scale_b`` parameters yet.
+Not covered here: dequantisation scales (missing, doubled, inverted, misaligned) -- those are bugs of
+``scaled_matmul`` (:mod:`numstd.corpus.scaled`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Kinds (what the error analysis of the op looks like):
 ==============  =====================================================================
 kind            ops
 ==============  =====================================================================
-contraction     matmul, linear, conv, conv_transpose  (dot products of length K)
+contraction     matmul, linear, conv, conv_transpose, scaled_matmul  (dot products of length K)
 reduction       sum, mean, amax, amin (amax/amin exact: reference ``exact:extremum``), argmax, argmin
                 (integer indices judged through the values they point to), and the
                 pooling windows max_pool1d/2d/3d (exact) and avg_pool1d/2d/3d
@@ -66,6 +66,7 @@ FAMILIES: tuple[str, ...] = (
     "pooling", "module",
     "similarity",  # normalize, cosine_similarity, cosine_embedding_loss, triplet_margin_loss
     "cast",  # quantize-dequantize into block-scaled formats (numstd.core.scaled)
+    "scaled",  # scaled_matmul: fp8 / MX GEMMs with dequantization scales
 )
 
 OpSpec = OpInfo  # the entry's name before the entries held more than the signature

@@ -14,6 +14,7 @@ module              ops
 ==================  =================================================================
 ``summation``       double-double building blocks (no op)
 ``contraction``     matmul, linear
+``scaled``          scaled_matmul (exact dequantization, then ``contraction.dot``)
 ``conv``            conv, conv_transpose (im2col rows through ``contraction.dot``)
 ``reduction``       sum, mean, cumsum
 ``softmax``         softmax, log_softmax
