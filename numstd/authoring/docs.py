@@ -48,6 +48,9 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
             + (f" (tested when the sample holds at least {c.bias_min_n} independent elements)" if c.bias_min_n > 1 else "")
             + (", relative to the correctly rounded output's mean and shifted by the mean shift of any subset "
                "of the op's constants rounded to the compute format" if c.rounded_constants else "")
+            + (", relative to the correctly rounded output's mean, which may be shifted by the mean shift of the "
+               "intermediates the op's 16-bit kernel stores (rounded to the output format)"
+               if getattr(c, "stored_shift", False) else "")
             + ("; the standard error is row-clustered: the larger of max(sd, rho/√3)/√n_eff and sd(row means)/√R "
                "over the R rows (slices along the scan axis) with a bias-sample element" if c.bias_rows else ""),
         ]

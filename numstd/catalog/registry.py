@@ -71,7 +71,7 @@ _FORMAT_KEYS = {"inputs", "accumulate", "output"}
 _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
-    "convex_hull": bool, "rounded_constants": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
+    "convex_hull": bool, "rounded_constants": bool, "stored_shift": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
     "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "quantile_min_n": int, "bias_rows": bool,
     "tail_n": int, "bias_rows_t": bool, "range_exit": bool,
 }
@@ -110,6 +110,7 @@ class Criteria:
     bias_mode: str = "paired"
     convex_hull: bool = False  # attention: every output in the convex hull of v's rows (criteria.hull_violations)
     rounded_constants: bool = False  # bias allows the op's constants rounded to the compute format (criteria.constant_shifts)
+    stored_shift: bool = False  # bias allows the shift of the intermediates the op's 16-bit kernel stores (OpInfo.stored)
     bias_min_n: int = 1  # the element-level bias test needs this many independent elements (a scalar loss has 1)
     intermediate_overflow: bool = False  # non-finite outputs allowed where the accumulate format's intermediates overflow (criteria.spill_mask)
     row_bias: bool = False  # the row-level bias criterion (criteria.row_groups, docs/methodology.md "Row bias")
@@ -271,6 +272,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         bias_mode=crit_t.get("bias_mode", "paired"),
         convex_hull=bool(crit_t.get("convex_hull", False)),
         rounded_constants=bool(crit_t.get("rounded_constants", False)),
+        stored_shift=bool(crit_t.get("stored_shift", False)),
         intermediate_overflow=bool(crit_t.get("intermediate_overflow", False)),
         bias_min_n=int(crit_t.get("bias_min_n", 1)),
         row_bias=bool(crit_t.get("row_bias", False)),

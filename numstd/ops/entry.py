@@ -145,6 +145,12 @@ class OpInfo:
         optional input: given) to the registry as a selector too, so only a standard whose
         ``selector`` names it judges that variant; standards published before the variant existed
         keep their meaning.
+    stored : callable, optional
+        stored16 ops: ``stored(values, aux, fmt) -> values'``, the float64 reference recomputed with the
+        intermediates the framework's 16-bit kernel stores rounded to ``fmt`` (normalize: the norm,
+        ``y·n/RN16(n)``).  A stored intermediate shared by many elements (one norm per row) shifts
+        them all one way; standards whose criteria set ``stored_shift`` allow that systematic error
+        in the bias test like a rounded constant's (:func:`numstd.judge.criteria.constant_shifts`).
     index_of : str
         Ops whose output is an index (argmax, argmin): the op whose value the index must point to
         (``"amax"``).  ``check`` judges ``x`` at the returned indices as that op's output, against the
@@ -172,6 +178,7 @@ class OpInfo:
     constants: Mapping[str, Callable[[Mapping[str, Any]], float] | None] = field(default_factory=dict)
     spill: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray] | None = None
     variant_params: tuple[str, ...] = ()
+    stored: Callable[[np.ndarray, Mapping[str, Any], Any], np.ndarray] | None = None
     index_of: str = ""
 
     @property

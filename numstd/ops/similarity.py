@@ -92,6 +92,17 @@ def _swap(op: str, value: Any) -> bool:
     return bool(value)
 
 
+def _normalize_stored(values: np.ndarray, aux: Mapping[str, Any], fmt: Any) -> np.ndarray:
+    """normalize with its norm stored in ``fmt``: ``y·n/RN(n)`` (torch.nn.functional.normalize,
+    ``torch/nn/functional.py``: ``denom = input.norm(p, dim, keepdim=True).clamp_min(eps)``, a tensor
+    of the input's 16-bit dtype, then ``input / denom``)."""
+    from ..core.formats import round_to
+
+    den = np.asarray(aux["den"], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        return values * (den / np.asarray(round_to(den, fmt), dtype=np.float64))
+
+
 def _normalize_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
     reduced_dim(spec.name, p["dim"], a[0].ndim)
     return tuple(a[0].shape)
@@ -189,7 +200,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "y = x / max(||x||_p, eps) along dim (torch.nn.functional.normalize), p = 1 or 2; output of input's shape."
     ),
           shape=_normalize_shape, reference="similarity:normalize", corpus="similarity", terms=("K",),
-          param_checks={"p": _norm_p},
+          param_checks={"p": _norm_p}, stored=_normalize_stored,
           calls={"torch": Call("torch.nn.functional.normalize", {"p": "p", "dim": "dim", "eps": "eps"}),
                  "jax": Call(f"{_SIM}.normalize_jnp", {"p": "p", "dim": "dim", "eps": "eps"}),
                  "numpy": Call(f"{_SIM}.normalize_np", {"p": "p", "dim": "dim", "eps": "eps"})}),

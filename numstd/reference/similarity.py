@@ -89,7 +89,10 @@ def normalize(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     with np.errstate(all="ignore"):
         y = xl / den
     bound = np.where(np.isfinite(y), NORM_C * U * np.abs(y), 0.0)
-    return np.moveaxis(y, -1, dim), np.moveaxis(bound, -1, dim), {"K": np.asarray(float(xl.shape[-1]))}
+    # aux den: the clamped norm max(||x||_p, eps), kept along dim (broadcasts to the values): the
+    # intermediate torch's 16-bit kernel stores (numstd.ops.similarity, OpInfo.stored)
+    return (np.moveaxis(y, -1, dim), np.moveaxis(bound, -1, dim),
+            {"K": np.asarray(float(xl.shape[-1])), "den": np.moveaxis(den, -1, dim)})
 
 
 def cosine_similarity(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
