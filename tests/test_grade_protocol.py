@@ -96,6 +96,26 @@ def test_cached_result_fails_with_its_own_reason():
     assert r.cases[0].verdict.passed  # the first call was computed honestly
 
 
+def test_a_repeat_the_reference_shares_is_not_a_cached_result():
+    """torch's own bf16 nll_loss graded against itself (secret seed 33, found by CI): its 512-row mean
+    cancels, the stored bf16 partial sums err by hundreds of ulps of it, and it returned the same bits on
+    the normal and the heavy-tailed draw whose truths differ by more than 4 ulps.  The reference itself
+    repeated, so the candidate's repeat is no cached result; the same check still fails a candidate that
+    repeats where the reference does not (test_cached_result_fails_with_its_own_reason)."""
+    import torch.nn.functional as F
+
+    class NLL(torch.nn.Module):
+        def forward(self, x, t):
+            return F.nll_loss(x, t)
+
+    def cls_in():
+        return [torch.log_softmax(torch.randn(512, 20), 1).to(torch.bfloat16), torch.randint(0, 20, (512,))]
+
+    r = grade(NLL, NLL, cls_in, trials=1, secret_seed=33)
+    assert not [c for c in r.cases if "cached" in c.verdict.message], r.message
+    assert r.passed, r.message
+
+
 def test_output_ignoring_its_input_fails_as_constant_output():
     r = grade(Softmax, Uniform, _inputs, **_kw())
     names = {x.name for c in r.failures if c.kind == "module" for x in c.verdict.failed_criteria}

@@ -353,10 +353,13 @@ def test_grade_recognises_16_bit_kl_div_nll_loss_and_cross_entropy(fmt):
             stem_id = "NS-CROSSENTROPY-BF16-STORED16@"
         else:
             stem_id = f"NS-{stem}-{TAG[fmt]}-STORED16@"
-        r = numstd.grade(good, good, inputs, trials=1)
+        # (a fixed secret seed: this test is about recognising the op; with fresh seeds torch's own bf16
+        # nll_loss fails NS-NLLLOSS-BF16-STORED16@1's bound on about 2 % of grades of a 512-row mean that
+        # cancels, a known gap of the cascade term's lam16 = 1, docs/methodology.md §11)
+        r = numstd.grade(good, good, inputs, trials=1, secret_seed=0)
         assert r.op[0] == op and r.passed, (op, r)
         assert any(s.startswith(stem_id) for s in r.standards), (op, r.standards)
-        assert not numstd.grade(good, bad, inputs, trials=1).passed, op
+        assert not numstd.grade(good, bad, inputs, trials=1, secret_seed=0).passed, op
 
 
 @pytest.mark.torch
