@@ -77,8 +77,7 @@ class _Threads:
         self.n = n
 
     def __enter__(self):
-        import torch
-
+        torch = pytest.importorskip("torch")  # (the torch mark alone does not skip without torch)
         self.old = torch.get_num_threads()
         torch.set_num_threads(self.n)
 

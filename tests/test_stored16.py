@@ -18,6 +18,7 @@ import pytest
 import numstd
 from numstd.core.formats import get_format, round_to
 from numstd.reference import reference
+from test_loss16 import _Threads  # (torch's intra-op threads for a block; skips without torch)
 
 DT = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 U16 = {"bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
@@ -160,24 +161,6 @@ def test_torch_cpu_16_bit_losses_pass_the_default(op, kw, fmt):
             assert v.passed, (red, heavy, v.message)
             assert v.standard_id.startswith(f"NS-{LOSS_TAG[op]}-{TAG[fmt]}-STORED16@"), v.standard_id
             assert v.formats["policy"] == "stored16"
-
-
-class _Threads:
-    """torch's intra-op threads set to ``n`` for the block (at::sum of a 16-bit tensor splits into
-    min(threads, ceil(K / 32768)) chunks; the corpus models are measured with 2 threads)."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __enter__(self):
-        torch = pytest.importorskip("torch")  # (the torch mark alone does not skip without torch)
-        self.old = torch.get_num_threads()
-        torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        import torch
-
-        torch.set_num_threads(self.old)
 
 
 def _hinge_pair(fmt, seed, heavy):

@@ -123,11 +123,13 @@ def at_sum16(q: Any, w: "Work", out: Format, threads: int = 2) -> np.ndarray:
     format and stored in ``out``, the stored chunk sums added in ``w``'s format and rounded once to
     ``out``; at most 32768 elements: one pairwise sum rounded to ``out`` (bit for bit torch 2.13 with 2
     and 8 intra-op threads, tests/test_stored16.py)."""
+    from ..reference.reduction import GRAIN_SIZE
+
     o = Work(out)
     flat = f64(q).reshape(-1)
     if not flat.size:
         return np.asarray(o.q(np.float64(0.0)))
-    p = max(1, min(threads, -(-flat.size // 32768)))
+    p = max(1, min(threads, -(-flat.size // GRAIN_SIZE)))
     size = -(-flat.size // p)
     parts = [o.q(row_sum(flat[i:i + size].reshape(1, -1), w.fmt, "pairwise")[0, 0]) for i in range(0, flat.size, size)]
     return np.asarray(o.q(row_sum(f64(np.asarray(parts)).reshape(1, -1), w.fmt, "sequential")[0, 0]))

@@ -604,7 +604,8 @@ def _mark_cached(runs: list[CaseRun]) -> None:
         if d in seen:
             j = seen[d]
             truth, earlier = truth_of(k), truth_of(j)
-            same_ref = _digest(r.baseline) is not None and _digest(r.baseline) == _digest(runs[j].baseline)
+            ref_d = _digest(r.baseline)
+            same_ref = ref_d is not None and ref_d == _digest(runs[j].baseline)
             if truth is not None and earlier is not None and not same_ref and _differ_visibly(truth, earlier):
                 r.cached = (f"the candidate returned the same bits as on {runs[j].distribution} inputs of trial "
                             f"{runs[j].trial} while the correctly rounded outputs differ: a cached result, an output "

@@ -439,7 +439,8 @@ def constant_shifts(std: Any, ref: Any) -> dict[str, np.ndarray] | None:
     that does not), relative to the correctly rounded output's.
     """
     stored = getattr(std.criteria, "stored_shift", False)
-    if not getattr(std.criteria, "rounded_constants", False) and not stored:
+    constants = getattr(std.criteria, "rounded_constants", False)
+    if not constants and not stored:
         return None
     from ..core.formats import round_to
     from ..ops import get_op
@@ -453,9 +454,7 @@ def constant_shifts(std: Any, ref: Any) -> dict[str, np.ndarray] | None:
         with np.errstate(all="ignore"):
             d = round_to(np.asarray(op.stored(ref.values, ref.aux, std.output), dtype=np.float64), std.output) - base
         out[STORED] = np.where(np.isfinite(d), d, 0.0)
-    if not getattr(std.criteria, "rounded_constants", False):
-        return out
-    if not op.constants or op.ref is None or "x" not in ref.aux:
+    if not constants or not op.constants or op.ref is None or "x" not in ref.aux:
         return out
     params = dict(ref.params)
     exact = op.constant_values(params)
