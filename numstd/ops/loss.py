@@ -134,14 +134,14 @@ ENTRIES: tuple[OpInfo, ...] = (
         "reduce arguments and without weight): input and target of the same shape; reduction 'mean' "
         "(sum / numel), 'sum' or 'none' (the squared differences, input's shape)."
     ),
-          shape=_mse_loss_shape, reference="loss:mse_loss", corpus="losses", terms=("K", "s16", "a16", "g16"),
+          shape=_mse_loss_shape, reference="loss:mse_loss", corpus="losses", terms=("K", "s16", "a16", "g16", "e16"),
           calls={"torch": Call("torch.nn.functional.mse_loss", {"reduction": "reduction"})}),
     entry("huber_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "delta": 1.0}, (
         "l_i = 0.5 d_i**2 if |d_i| < delta else delta (|d_i| - 0.5 delta), d_i = input_i - target_i "
         "(torch.nn.functional.huber_loss without weight): input and target of the same shape, delta > 0; "
         "reduction 'mean' (sum / numel), 'sum' or 'none' (input's shape)."
     ),
-          shape=_mse_loss_shape, reference="loss:huber_loss", corpus="losses", terms=("K", "s16", "a16", "h16", "s16t", "a16t", "g16"),
+          shape=_mse_loss_shape, reference="loss:huber_loss", corpus="losses", terms=("K", "s16", "a16", "h16", "s16t", "a16t", "g16", "e16t"),
           param_checks={"delta": _threshold("delta", False)},
           calls={"torch": Call("torch.nn.functional.huber_loss", {"reduction": "reduction", "delta": "delta"})}),
     entry("smooth_l1_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "beta": 1.0}, (
@@ -149,7 +149,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "|d_i| for beta = 0 (torch.nn.functional.smooth_l1_loss without the legacy size_average/reduce "
         "arguments): input and target of the same shape, beta >= 0; reduction 'mean', 'sum' or 'none'."
     ),
-          shape=_mse_loss_shape, reference="loss:smooth_l1_loss", corpus="losses", terms=("K", "s16", "a16", "h16", "s16t", "a16t", "g16"),
+          shape=_mse_loss_shape, reference="loss:smooth_l1_loss", corpus="losses", terms=("K", "s16", "a16", "h16", "s16t", "a16t", "g16", "e16t"),
           param_checks={"beta": _threshold("beta", True)},
           calls={"torch": Call("torch.nn.functional.smooth_l1_loss", {"reduction": "reduction", "beta": "beta"})}),
     entry("kl_div", "loss", ("input", "target"), 0, {"reduction": "mean", "log_target": False}, (
@@ -167,7 +167,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "log-probabilities, target (N,) integers in [0, C) or ignore_index (those rows count 0 and are left "
         "out of the mean); reduction 'mean' (sum / rows kept), 'sum' or 'none' (the N losses)."
     ),
-          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16"),
+          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16", "e16"),
           integer_inputs=(1,), param_checks={"ignore_index": _index}),  # (torch: the backend's own call, target.long())
     entry("hinge_embedding_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "margin": 1.0}, (
         "l_i = input_i where target_i = 1, max(0, margin - input_i) where target_i = -1 "
