@@ -416,3 +416,61 @@ def test_torch_16_bit_triplet_passes_the_stored16_standard_and_bugs_fail():
     for bad in (F.triplet_margin_loss(*T, swap=False, reduction="none"), F.triplet_margin_loss(*T, p=1.0, swap=True,
                                                                                                reduction="none")):
         assert not numstd.check(bad, op="triplet_margin_loss", inputs=[a, pos, neg], swap=True, reduction="none").passed
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_torch_16_bit_cosine_embedding_loss_passes_the_stored16_default_and_bugs_fail(dt):
+    """torch CPU's 16-bit cosine_embedding_loss (every intermediate stored in the 16-bit type) passes the
+    default 16-bit standard (policy stored16) on fresh draws of its suite, for every reduction; the
+    fp32-policy standard, which models one final rounding, rejects it somewhere; torch code with a flipped
+    margin, the missing sqrt or the sum for the mean fails the default."""
+    from numstd.registry import get_standard
+    from numstd.suites import cases_for
+
+    tag = {"bfloat16": "BF16", "float16": "FP16"}[dt]
+    std = get_standard(f"NS-COSINEEMBEDDINGLOSS-{tag}-STORED16")
+    d = getattr(torch, dt)
+    fp32_rejects = judged = 0
+    cases = [c for c in cases_for(std, seeds=[77, 78])]
+    assert cases
+    for case in cases:
+        a, b, t = (np.asarray(x) for x in case.inputs)
+        T = [torch.from_numpy(np.asarray(x, dtype=np.float32)).to(d) for x in (a, b, t)]
+        a64, b64 = (np.atleast_2d(x.astype(np.float64)) for x in (a, b))
+        if dt == "float16" and not np.all(np.sum(a64 * a64, -1) * np.sum(b64 * b64, -1) < 0.99 * 65504):
+            # torch's stored product of the squared norms is inf on some row: cos = 0 there, the documented
+            # defect torch-cpu-fp16-cosine-embedding-loss-overflow, which the standard rejects
+            y = F.cosine_embedding_loss(*T, margin=case.params["margin"], reduction="none").float().numpy().astype(a.dtype)
+            assert not numstd.check(y, op="cosine_embedding_loss", inputs=[a, b, t], **dict(case.params, reduction="none")).passed
+            continue
+        judged += 1
+        for red in ("none", "mean", "sum"):
+            kw = dict(case.params, reduction=red)
+            y = F.cosine_embedding_loss(*T, margin=kw["margin"], reduction=red).float().numpy().astype(a.dtype)
+            v = numstd.check(y, op="cosine_embedding_loss", inputs=[a, b, t], **kw)
+            assert v.passed and v.standard_id.startswith(f"NS-COSINEEMBEDDINGLOSS-{tag}-STORED16@"), (case.id, red, v.message)
+            assert v.formats["policy"] == "stored16"
+            fp32_rejects += not numstd.check(y, op="cosine_embedding_loss", inputs=[a, b, t], policy="fp32", **kw).passed
+        m = case.params["margin"]
+        bugs = {"margin-sign": F.cosine_embedding_loss(*T, margin=-m, reduction="none"),
+                "sum-for-mean": F.cosine_embedding_loss(*T, margin=m, reduction="sum")}
+        for name, bad in bugs.items():
+            red = "none" if name == "margin-sign" else "mean"
+            cos = np.sum(a64 * b64, -1) / np.sqrt(np.sum(a64 * a64, -1) * np.sum(b64 * b64, -1))
+            if name == "margin-sign" and not ((t == -1) & (np.maximum(cos + m, 0) - np.maximum(cos - m, 0) > 0.05)).any():
+                continue  # (no negative pair whose loss the flipped margin changes)
+            yb = bad.float().numpy().astype(a.dtype)
+            assert not numstd.check(yb, op="cosine_embedding_loss", inputs=[a, b, t], **dict(case.params, reduction=red)).passed, (case.id, name)
+    assert judged > 0 and fp32_rejects > 0
+
+
+def test_torch_fp16_cosine_embedding_loss_overflow_is_a_defect_not_absorbed():
+    """torch CPU stores the product of the squared norms in fp16: once ||x1||·||x2|| > 256 it is inf and
+    cos = 0 (known_library_defects.toml, torch-cpu-fp16-cosine-embedding-loss-overflow).  The default fp16
+    standard rejects that output; the float64 truth of the same rows is a cosine of 1."""
+    x = np.full((1, 64), 3.0, dtype=np.float16)  # ||x||^2 = 576, product 331776 > 65504
+    T = torch.from_numpy(x.astype(np.float32)).to(torch.float16)
+    y = F.cosine_embedding_loss(T, T, torch.ones(1, dtype=torch.float16), reduction="none").float().numpy()
+    assert float(y[0]) == 1.0  # cos = 0: the overflow
+    v = numstd.check(y.astype(np.float16), op="cosine_embedding_loss", inputs=[x, x, np.ones(1, np.float16)], reduction="none")
+    assert not v.passed and v.standard_id.startswith("NS-COSINEEMBEDDINGLOSS-FP16-STORED16@"), v.message

@@ -378,6 +378,30 @@ _ce("separate-norms", "formula", True, "w12 / sqrt(w1 + 1e-12) / sqrt(w2 + 1e-12
     lambda inputs, params, acc, out: _cel(inputs, params, _Calc(acc, "pairwise"), form="norms"))
 
 
+def _cel_stored16(inputs: list, params: Mapping[str, Any], acc: Format, out: Format) -> np.ndarray:
+    """torch CPU's 16-bit cosine_embedding_loss: every tensor op in the 16-bit type (the products, the
+    row sums accumulated in ``acc`` and stored, the 1e-12 additions, the product of the squared norms,
+    its sqrt, the quotient, 1 - cos and cos - margin), the mean / sum of the stored losses in ``acc``."""
+    loss = np.asarray(_cel(inputs, params, _Calc(out, "pairwise", sum_fmt=acc), reduction="none"))
+    if params.get("reduction", "mean") == "none":
+        return loss
+    return _reduce(loss.reshape(-1), params, _Calc(acc, "pairwise"))
+
+
+def _cel_stored_finite(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
+    """The stored product of the squared norms is finite in ``out``: above its largest value it is inf and
+    cos = 0, the documented defect torch-cpu-fp16-cosine-embedding-loss-overflow, not stored16 arithmetic."""
+    a, b = (np.atleast_2d(f64(x)) for x in inputs[:2])
+    with np.errstate(all="ignore"):
+        return bool(np.all(np.sum(a * a, -1) * np.sum(b * b, -1) < 0.99 * out.max_finite))
+
+
+_ce("stored16", "rounding", True, "torch CPU's 16-bit kernel: the products, row sums, squared norms, their product, "
+    "sqrt, quotient and the losses stored in the 16-bit output type, the mean in fp32: evidence for the stored16 "
+    "standards only, on inputs whose stored product of the squared norms is finite", applies=lambda out, f, p: out.p < 24,
+    observable=_cel_stored_finite, acc_formats=FP32_ONLY)(_cel_stored16)
+
+
 def _has_neg_active(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
     a, b = (np.atleast_2d(f64(x)) for x in inputs[:2])
     cos = np.sum(a * b, -1) / np.sqrt(np.sum(a * a, -1) * np.sum(b * b, -1) + 1e-300)
