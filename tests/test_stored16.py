@@ -191,7 +191,9 @@ def test_torch_cpu_16_bit_sums_above_the_grain_are_modelled(op, kw, model, fmt):
             m = np.asarray(v16([a, b], dict(reduction="sum", **kw), out=fmt))
             assert np.float64(y) == np.float64(m), (seed, float(y), float(m))
             v = numstd.check(y, op=op, inputs=[a, b], reduction="sum", **kw)
-            assert v.passed and v.standard_id.endswith("-STORED16@1" if once else "-STORED16@2"), v.message
+            assert v.passed and "-STORED16@" in v.standard_id, v.message
+            pinned = v.standard_id.rsplit("@", 1)[0] + ("@1" if once else "@2")  # (the version that added g16)
+            assert numstd.check(y, op=op, inputs=[a, b], reduction="sum", standard=pinned, **kw).passed
             if seed == 0:  # the planted bug: one 16-bit running sum of torch's own stored terms
                 run = DT[fmt](0.0)
                 for t in np.asarray(_torch_loss(op, a, b, fmt, "none", **kw)).reshape(-1):
@@ -213,8 +215,9 @@ def test_stored16_sums_at_1_rejected_torch(op, fmt, kw, seed):
         y = _torch_loss(op, a, b, fmt, "sum", **kw)
     sid = f"NS-{LOSS_TAG[op]}-{TAG[fmt]}-STORED16"
     assert not numstd.check(y, op=op, inputs=[a, b], reduction="sum", standard=f"{sid}@1", **kw).passed
-    v = numstd.check(y, op=op, inputs=[a, b], reduction="sum", **kw)
-    assert v.passed and v.standard_id == f"{sid}@2", v.message
+    assert numstd.check(y, op=op, inputs=[a, b], reduction="sum", standard=f"{sid}@2", **kw).passed
+    v = numstd.check(y, op=op, inputs=[a, b], reduction="sum", **kw)  # (the default: @2 or a later version)
+    assert v.passed and v.standard_id.startswith(f"{sid}@"), v.message
 
 
 @pytest.mark.torch
