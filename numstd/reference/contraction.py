@@ -63,6 +63,7 @@ import numpy as np
 
 from ..core.formats import get_format
 
+from ..core.blas import blas_threads
 from ..core.native import compiled
 from ..core.summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
@@ -108,7 +109,10 @@ def padded_matmul(a: np.ndarray, b: np.ndarray, row0: int = 0, rows: np.ndarray 
     with each row at its own position in the block and zeros where the caller has no row.  Every
     element thus comes from the same call shape, position and K order whichever chunk computes it
     (tested on random shapes and chunkings).  Any order of the K products satisfies the same
-    ``gamma_K`` bound.
+    ``gamma_K`` bound.  Calls of at most :data:`numstd.core.blas.SMALL_PRODUCT` multiply-adds
+    (``ROW_BLOCK × K × N``, a function of the shape only) run on one BLAS thread
+    (:func:`numstd.core.blas.blas_threads`: on a busy machine a small product otherwise waits for
+    its second thread to be scheduled).
     """
     m, k = a.shape[-2], a.shape[-1]
     rows = np.arange(row0, row0 + m) if rows is None else np.asarray(rows, dtype=np.int64)
@@ -118,14 +122,15 @@ def padded_matmul(a: np.ndarray, b: np.ndarray, row0: int = 0, rows: np.ndarray 
         return out
     block = rows // ROW_BLOCK
     cuts = np.concatenate([[0], np.flatnonzero(np.diff(block)) + 1, [m]])
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        pos = rows[lo:hi] - block[lo] * ROW_BLOCK
-        if hi - lo == ROW_BLOCK:  # a whole aligned block: no copy
-            out[..., lo:hi, :] = np.matmul(a[..., lo:hi, :], b)
-            continue
-        x = np.zeros(a.shape[:-2] + (ROW_BLOCK, k), dtype=a.dtype)
-        x[..., pos, :] = a[..., lo:hi, :]
-        out[..., lo:hi, :] = np.matmul(x, b)[..., pos, :]
+    with blas_threads(ROW_BLOCK * k * b.shape[-1]):  # (each GEMM call: one block, whatever the chunk)
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            pos = rows[lo:hi] - block[lo] * ROW_BLOCK
+            if hi - lo == ROW_BLOCK:  # a whole aligned block: no copy
+                out[..., lo:hi, :] = np.matmul(a[..., lo:hi, :], b)
+                continue
+            x = np.zeros(a.shape[:-2] + (ROW_BLOCK, k), dtype=a.dtype)
+            x[..., pos, :] = a[..., lo:hi, :]
+            out[..., lo:hi, :] = np.matmul(x, b)[..., pos, :]
     return out
 
 
