@@ -77,3 +77,25 @@ def test_a_concurrent_large_product_keeps_its_thread_count():
         stop.set()
         t.join()
     assert set(seen) == {getter()}
+
+
+def test_padded_matmul_reuses_a_zero_block_that_is_zero_again_after_every_call(monkeypatch):
+    # independent truth: the product of the explicitly zero-padded 256-row block
+    g = np.random.default_rng(9)
+    b = g.standard_normal((64, 8))
+    for row0, m in ((0, 5), (3, 40), (250, 6), (7, 1)):
+        a = g.standard_normal((m, 64))
+        full = np.zeros((512, 64))
+        full[row0:row0 + m] = a
+        want = np.concatenate([full[:256] @ b, full[256:] @ b])[row0:row0 + m]
+        np.testing.assert_array_equal(contraction.padded_matmul(a, b, row0), want)
+        assert all(not blk.any() for blk in contraction._BLOCKS.kept.values())
+
+    def boom(*args, **kw):
+        raise MemoryError("planted")
+
+    monkeypatch.setattr(contraction.np, "matmul", boom)
+    with pytest.raises(MemoryError):
+        contraction.padded_matmul(g.standard_normal((3, 64)), b, 10)
+    monkeypatch.undo()
+    assert all(not blk.any() for blk in contraction._BLOCKS.kept.values())
