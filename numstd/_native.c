@@ -8,6 +8,7 @@
  * finish_bound, dot_bound: the last passes of a reference's bound (numstd.reference._finish_bound,
  *   numstd.reference.contraction.dot), one pass each.
  * halving_rows: row sums by the balanced tree of numstd.reference.summation.halving_sum.
+ * hist_add: the fine |ULP error| histogram of numstd.distribution.DistributionAccumulator.add.
  * pool_enter / pool_exit: a numpy data allocator that keeps freed blocks for reuse while a check
  *   runs (numstd.native.pool).
  *
@@ -1065,6 +1066,40 @@ done:
     return result;
 }
 
+/* hist_add(ae, hist): hist[bin_of(ae_i)] += 1 for the n float64 values ae (|ULP errors|, >= 0), hist
+ * an int64 array of NBINS counts (numstd.distribution.DistributionAccumulator.add; its numpy path,
+ * np.bincount of numstd.distribution._bin_index, is the specification). */
+static PyObject *hist_add(PyObject *self, PyObject *args) {
+    PyObject *oa, *oh;
+    if (!PyArg_ParseTuple(args, "OO", &oa, &oh)) return NULL;
+    if (!thresholds_set) {
+        PyErr_SetString(PyExc_RuntimeError, "numstd._native.hist_add: set_thresholds was not called");
+        return NULL;
+    }
+    Py_buffer va = {0}, vh = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(oa, &va, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(oh, &vh, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (va.len % 8 || vh.len != 8 * (Py_ssize_t)NBINS) {
+        PyErr_SetString(PyExc_ValueError, "numstd._native.hist_add: need float64 values and NBINS int64 counts");
+        goto done;
+    }
+    {
+        Py_ssize_t n = va.len / 8;
+        const double *a = va.buf;
+        int64_t *h = vh.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) h[bin_of(a[i])]++;
+        Py_END_ALLOW_THREADS
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&va);
+    if (vh.obj) PyBuffer_Release(&vh);
+    return result;
+}
+
 /* finish_bound(bound, values, out, inflate): out = bound * inflate, +inf where that is NaN, 0 where
  * values is not finite (numstd.reference._finish_bound). */
 static PyObject *finish_bound(PyObject *self, PyObject *args) {
@@ -1136,6 +1171,7 @@ static PyMethodDef methods[] = {
     {"model_eval", model_eval, METH_VARARGS, "A compiled error formula and its bound in one pass (see the module source)."},
     {"finish_bound", finish_bound, METH_VARARGS, "A reference's final bound in one pass (see the module source)."},
     {"halving_rows", halving_rows, METH_VARARGS, "Row sums by the balanced halving tree (see the module source)."},
+    {"hist_add", hist_add, METH_VARARGS, "Add |ULP errors| to the fine histogram (see the module source)."},
     {"dot_bound", dot_bound, METH_VARARGS, "The float64 GEMM bound and its slack test in one pass (see the module source)."},
 #ifdef NUMSTD_NUMPY_POOL
     {"pool_enter", pool_enter, METH_VARARGS, "pool_enter(max_bytes): install the block-reusing numpy allocator in this context."},

@@ -602,3 +602,50 @@ def test_rounding_is_monotone(xs: list[float], name: str, mode: str, saturate: b
     r = round_to(x, name, mode, saturate=saturate).astype(np.float64)
     r = r[~np.isnan(r)]
     assert (r[1:] >= r[:-1]).all()
+
+
+def test_float32_rne_by_the_hardware_cast_gives_the_generic_rounding_bit_for_bit(monkeypatch):
+    # round_to(x, "float32") takes numpy's IEEE cast where a probe shows it rounds to nearest even
+    # with gradual underflow; the generic quantum rounding (_round_chunk) is the independent truth
+    from numstd.core import formats as F
+
+    g = np.random.default_rng(11)
+    f32 = g.standard_normal(20000).astype(np.float32).astype(np.float64)
+    half = np.spacing(f32.astype(np.float32)).astype(np.float64) / 2
+    big = float(np.finfo(np.float32).max)
+    cases = [g.integers(0, 2**64, 50000, dtype=np.uint64).view(np.float64),  # every exponent, NaN payloads
+             np.ldexp(g.random(50000) + 1, g.integers(-160, 130, 50000)) * np.where(g.random(50000) < 0.5, -1, 1),
+             np.concatenate([f32 + half, f32 - half, f32 + half * (1 + 2.0**-30),  # ties and near-ties
+                             np.ldexp(g.integers(0, 8, 500).astype(float), -151),  # subnormal ties, zero
+                             [big * (1 + 2.0**-25), big * (1 + 2.0**-25 - 2.0**-50), np.inf, -np.inf, np.nan,
+                              -np.nan, 0.0, -0.0, 2.0**128, -(2.0**1000)]])]
+    assert F._hardware_rne32()
+    with np.errstate(over="ignore"):
+        f32_cases = cases[2].astype(np.float32)  # (past max_finite: inf)
+    fast = [F.round_to(x, "float32") for x in cases] + [F.round_to(f32_cases, "float32")]
+    monkeypatch.setattr(F, "_hardware_rne32", lambda: False)
+    with np.errstate(over="ignore"):
+        slow = [F.round_to(x, "float32") for x in cases] + [F.round_to(f32_cases, "float32")]
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    # hand-derived: ties to even (1 + 2^-24 -> 1, 1 + 3·2^-24 -> 1 + 2^-22), max_finite + half its ulp
+    # (2^103) is a tie that goes to 2^128, i.e. inf, a quarter ulp stays max_finite; the smallest
+    # subnormal is kept, half of it goes to 0 (even)
+    got = F.round_to(np.array([1 + 2.0**-24, 1 + 3 * 2.0**-24, big + 2.0**103, big + 2.0**102, 2.0**-149, 2.0**-150]),
+                     "float32")
+    np.testing.assert_array_equal(got, np.array([1.0, 1 + 2.0**-22, np.inf, big, 2.0**-149, 0.0], dtype=np.float32))
+
+
+def test_float32_rounding_probe_sees_flush_to_zero():
+    torch = pytest.importorskip("torch")
+    from numstd.core import formats as F
+
+    assert F._hardware_rne32()
+    try:
+        if not torch.set_flush_denormal(True):
+            pytest.skip("this CPU has no flush-to-zero mode")
+        assert not F._hardware_rne32()
+    finally:
+        torch.set_flush_denormal(False)
+    assert F._hardware_rne32()

@@ -228,3 +228,37 @@ def test_planted_bugs_fail(fmt):
                 assert rep.passed is ((name, fmt, bug) in EXPECTED_PASS), (name, bug, rep.passed)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_row_wise_standard_error_sums_each_row_left_to_right_on_both_paths():
+    # the equal-width path (a row-wise cumsum, every element of one output compared) and the general
+    # one (np.bincount over row numbers) against rows summed in a plain Python loop from +0
+    import math
+
+    from numstd.grade.module_standard import _standard_error
+
+    g = np.random.default_rng(5)
+    width, rows = 37, 9
+    d = g.standard_normal(width * rows) * 10.0 ** g.integers(-3, 4, width * rows)
+    d[:width] = -0.0  # a row of negative zeros: its sum is +0 from the loop's 0.0 start
+    row = np.arange(d.size) // width
+    def left_to_right(xs):  # (not sum(): Python 3.12's compensates)
+        s = 0.0
+        for x in xs:
+            s += float(x)
+        return s
+
+    means = [left_to_right(d[r * width:(r + 1) * width]) / width for r in range(rows)]
+    assert math.copysign(1.0, means[0]) == 1.0
+    rho = 0.5
+    expect = max(max(float(np.std(d)), rho / math.sqrt(3.0)) / math.sqrt(d.size),
+                 float(np.std(np.array(means), ddof=1)) / math.sqrt(rows))
+    assert _standard_error(d, row, rho, width) == (expect, rows)
+    assert _standard_error(d, row, rho) == (expect, rows)
+    # rows of unequal length (masked elements): the general path, rows numbered in order with gaps
+    keep = g.random(d.size) < 0.7
+    dk, rk = d[keep], row[keep] * 3 + 1
+    means = [left_to_right(dk[rk == r]) / int((rk == r).sum()) for r in np.unique(rk)]
+    se_el = max(float(np.std(dk)), rho / math.sqrt(3.0)) / math.sqrt(dk.size)
+    expect = max(se_el, float(np.std(np.array(means), ddof=1)) / math.sqrt(len(means)))
+    assert _standard_error(dk, rk, rho) == (expect, len(means))

@@ -749,3 +749,33 @@ def test_formula_compute_is_evaluate_broadcast(native, monkeypatch):
             want = np.broadcast_to(f.evaluate(env), shape)
         assert got.shape == shape and got.flags.writeable and np.array_equal(got, want, equal_nan=True), text
         assert not any(got is v or np.shares_memory(got, v) for v in env.values() if isinstance(v, np.ndarray))
+
+
+@needs_native
+def test_compiled_module_histogram_bins_are_exact_at_every_edge():
+    # hist_add (DistributionAccumulator.add's bins) against the mpmath edges: ceil(16 log2 x), clipped
+    xs, want = _edge_values()
+    xs = np.concatenate([xs, [0.0, 5e-324, 2.0**-1022, 1e300, np.inf]])
+    want = np.concatenate([want, [0, 1, 1, 1761, 1761]])
+    h = np.zeros(1762, dtype=np.int64)
+    compiled().hist_add(xs, h)
+    assert np.array_equal(h, np.bincount(want, minlength=1762))
+
+
+def test_module_ulp_distribution_identical_with_and_without_the_compiled_bins(monkeypatch):
+    from numstd.core import distribution as dist_mod
+
+    g = np.random.default_rng(3)
+    err = g.standard_normal(5000) * 10.0 ** g.uniform(-12, 30, 5000)
+    err[::97] = 0.0
+    ref = g.standard_normal(5000)
+
+    def dist():
+        a = dist_mod.DistributionAccumulator()
+        a.add(err, ref)
+        return a.result(), a._hist.copy()
+
+    got, hist = dist()
+    monkeypatch.setattr(dist_mod, "compiled", lambda: None)
+    want, hist0 = dist()
+    assert np.array_equal(hist, hist0) and got == want

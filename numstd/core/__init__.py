@@ -4,7 +4,7 @@ Nothing here knows about ops or standards.  Modules: :mod:`.errors` (the one err
 :mod:`.arrays` (numpy/torch/jax arrays to numpy), :mod:`.formats` (the format table and
 ``round_to``), :mod:`.ulp`, :mod:`.summation` (double-double building blocks), :mod:`.distribution`
 (ULP-error distributions), :mod:`.native` (the optional compiled loops and the constants of their C
-interface).
+interface), :mod:`.blas` (small reference GEMMs on one OpenBLAS thread).
 """
 
 __all__: list[str] = []

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .native import BINS_PER_OCTAVE, BLOCK, HI_OCT, LO_OCT, fraction_thresholds
+from .native import BINS_PER_OCTAVE, BLOCK, HI_OCT, LO_OCT, compiled, fraction_thresholds
 
 __all__ = ["UlpDistribution", "DistributionAccumulator", "QUANTILES", "BLOCK", "BINS_PER_OCTAVE"]
 
@@ -185,7 +185,11 @@ class DistributionAccumulator:
         np.multiply(s, s, out=st[1])
         self.signed_count += int(s.size)
         self._signed.add(st)
-        self._hist += np.bincount(_bin_index(a), minlength=_NBINS)
+        nat = compiled()
+        if nat is not None and hasattr(nat, "hist_add"):  # (the same bins, decided on the bits)
+            nat.hist_add(a, self._hist)
+        else:
+            self._hist += np.bincount(_bin_index(a), minlength=_NBINS)
 
     def result(self) -> UlpDistribution:
         if self.count == 0:

@@ -334,6 +334,40 @@ def _round_chunk(
     return r
 
 
+_HW_SOURCES = (np.dtype(np.float64), np.dtype(np.float32))
+
+# float64 values and the float32 values IEEE 754 round-to-nearest-even gives them: ties to even in
+# both signs, a non-tie just above a tie, subnormal results (kept, not flushed), a tie at the
+# smallest subnormal (to even: 0 and 2**-148)
+_PROBE_IN = np.array([1 + 2.0**-24, 1 + 2.0**-23 + 2.0**-24, 1 + 2.0**-24 + 2.0**-40, -(1 + 2.0**-24 + 2.0**-40),
+                      -(1 + 2.0**-23 + 2.0**-24), 2.0**-149, 2.0**-150, 3 * 2.0**-150, 2.0**-126 - 2.0**-150])
+_PROBE_OUT = np.array([1.0, 1 + 2.0**-22, 1 + 2.0**-23, -(1 + 2.0**-23), -(1 + 2.0**-22), 2.0**-149, 0.0, 2.0**-148,
+                       2.0**-126], dtype=np.float32)
+
+
+def _hardware_rne32() -> bool:
+    """Whether numpy's float64 -> float32 cast rounds to nearest even with gradual underflow right now.
+
+    It does under the IEEE 754 default environment; a changed rounding mode or flush-to-zero (e.g.
+    ``torch.set_flush_denormal(True)``, which sets the thread's MXCSR) would make it differ from
+    :func:`_round_chunk`, so it is probed on every call (a few values, about a microsecond).
+    """
+    with np.errstate(all="ignore"):
+        return bool(np.array_equal(_PROBE_IN.astype(np.float32).view(np.uint32), _PROBE_OUT.view(np.uint32)))
+
+
+def _cast_float32(src: np.ndarray) -> np.ndarray:
+    """RNE into float32 by the hardware cast (the IEEE conversion: the same values as
+    :func:`_round_chunk`, overflow to ±inf included); NaNs are written as :func:`_round_chunk` writes
+    them (the default quiet NaN with the input's sign) rather than keeping a truncated payload."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = src.astype(np.float32)
+    nan = np.isnan(src)
+    if nan.any():
+        out[nan] = np.copysign(np.float32(np.nan), src[nan]).astype(np.float32)
+    return out
+
+
 def round_to(
     x: Any,
     fmt: Any,
@@ -353,7 +387,10 @@ def round_to(
     ``scales=`` (and NVFP4's ``tensor_scale=``); only ``mode="rne"`` (elements saturate).
 
     ``x`` is first converted to float64 without loss (float64 input is rounded *directly*: there
-    is no intermediate rounding through float32).  For finite ``x`` with
+    is no intermediate rounding through float32).  (``"rne"`` into float32 without ``saturate``
+    from float64 or float32 is numpy's cast, the IEEE 754 conversion, whenever a probe of a few
+    ties and subnormals shows the floating-point environment at its default — round to nearest
+    even, no flush to zero: the same bits as the rule below, six times faster.)  For finite ``x`` with
     ``E = max(floor(log2|x|), emin)`` and quantum ``q = 2**(E - p + 1)``:
 
     - ``"rne"``: ``q * rint(x / q)``, round to nearest, ties to even (IEEE 754 roundTiesToEven);
@@ -437,6 +474,8 @@ def round_to(
             "in a block-scaled format the NaN is carried by the block's scale: round into the "
             f"block format instead (numstd.core.scaled, e.g. round_to(x, 'mxfp4')), or drop the NaNs"
         )
+    if f.name == "float32" and mode == "rne" and not saturate and src.dtype in _HW_SOURCES and _hardware_rne32():
+        return _cast_float32(src)
     out = np.empty(src.shape, dtype=f.dtype)
     flat_in = src.reshape(-1)  # a view unless the input is not contiguous
     flat_out = out.reshape(-1)

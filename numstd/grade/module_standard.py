@@ -160,6 +160,8 @@ class ModuleErrors:
     row : the row (slice along the last axis, numbered across output arrays) of each compared element
     floors : F of each output array
     n_total, n_nonfinite, special_mismatch, nan_where_finite : counts
+    row_width : the last axis' length where ``row`` is ``arange(n) // row_width`` (a single output
+        array, every element compared), else 0
     """
 
     truth: np.ndarray
@@ -175,6 +177,7 @@ class ModuleErrors:
     special_mismatch: int
     nan_where_finite: int
     rounded_err: np.ndarray | None = None
+    row_width: int = 0
 
 
 def module_errors(truth: Sequence[np.ndarray], baseline: Sequence[np.ndarray], candidate: Sequence[np.ndarray],
@@ -187,6 +190,7 @@ def module_errors(truth: Sequence[np.ndarray], baseline: Sequence[np.ndarray], c
     ratio = std.accumulate.u / fmt.u
     parts: dict[str, list] = {k: [] for k in ("t", "c", "eb", "ec", "er", "sp", "pos", "row")}
     floors, offset, row_offset, nonfinite, bad, nan_fin = [], 0, 0, 0, 0, 0
+    whole_rows = 0  # (the row width when every element of the one output is compared)
     for T, B, C in zip(truth, baseline, candidate):
         t = np.asarray(T, dtype=np.float64).reshape(-1)
         b = np.asarray(B, dtype=np.float64).reshape(-1)
@@ -200,7 +204,9 @@ def module_errors(truth: Sequence[np.ndarray], baseline: Sequence[np.ndarray], c
             tc = t.copy() if np.may_share_memory(t, T) else t
             cc_ = c.copy() if np.may_share_memory(c, C) else c
             bc, abs_tc, where = b, abs_t, np.arange(t.size)
+            whole_rows = max(int(np.shape(T)[-1]) if np.ndim(T) else 1, 1)
         else:
+            whole_rows = 0
             rt = t.copy()
             if big.any():
                 rt[big] = np.asarray(round_to(t[big], fmt), dtype=np.float64)
@@ -227,8 +233,9 @@ def module_errors(truth: Sequence[np.ndarray], baseline: Sequence[np.ndarray], c
         offset += t.size
         row_offset += max(t.size // width, 1)
     cat = {k: (v[0] if len(v) == 1 else np.concatenate(v) if v else np.empty(0)) for k, v in parts.items()}
-    return ModuleErrors(cat["t"], cat["c"], cat["eb"], cat["ec"], cat["sp"], cat["pos"].astype(np.int64),
-                        cat["row"].astype(np.int64), floors, offset, nonfinite, bad, nan_fin, cat["er"])
+    return ModuleErrors(cat["t"], cat["c"], cat["eb"], cat["ec"], cat["sp"], cat["pos"].astype(np.int64, copy=False),
+                        cat["row"].astype(np.int64, copy=False), floors, offset, nonfinite, bad, nan_fin, cat["er"],
+                        row_width=whole_rows if len(parts["t"]) == 1 else 0)
 
 
 def judge_module(truth: Any, baseline: Any, candidate: Any, standard: Any, *,
@@ -336,13 +343,27 @@ def _nonzero_part(nz: np.ndarray, n: int) -> Any:
     return (lambda a: a) if n == nz.size else (lambda a: a[nz])
 
 
-def _standard_error(d: np.ndarray, row: np.ndarray, rho: float) -> tuple[float, int]:
+def _standard_error(d: np.ndarray, row: np.ndarray, rho: float, width: int = 0) -> tuple[float, int]:
     """``(se, R)``: standard error of ``mean(d)``, the larger of the element-wise
-    ``max(sd(d), ρ/√3)/√n`` and the row-wise ``sd(row means of d)/√R`` (R rows ≥ 2)."""
+    ``max(sd(d), ρ/√3)/√n`` and the row-wise ``sd(row means of d)/√R`` (R rows ≥ 2).
+
+    A row's mean is its elements' sum in element order (left to right, from +0: ``np.bincount``'s
+    weighted sum) over its count.  ``width`` > 0 says that ``row`` is ``arange(n) // width`` (every
+    element of one output compared, :attr:`ModuleErrors.row_width`): the sums are then the last
+    column of a row-wise ``cumsum`` — the same additions in the same order — without the bins.
+    """
     se = max(float(np.std(d)), rho / math.sqrt(3.0)) / math.sqrt(d.size)
+    if width > 0 and d.size % width == 0:
+        rows = d.size // width
+        if rows >= 2:
+            sums = np.cumsum(d.reshape(rows, width), axis=1)[:, -1] + 0.0  # (+0: bincount's -0 + 0 = +0)
+            se = max(se, float(np.std(sums / width, ddof=1)) / math.sqrt(rows))
+        return se, rows
     step = np.diff(row)
     if np.all(step >= 0):  # (module_errors numbers rows in element order: np.unique's inverse without a sort)
-        inv = np.concatenate(([0], np.cumsum(step != 0)))
+        inv = np.zeros(row.size, dtype=np.int64)  # (a cumsum of the booleans casts element by element: slow)
+        inv[1:] = step != 0
+        np.cumsum(inv, out=inv)
     else:
         _, inv = np.unique(row, return_inverse=True)
     rows = int(inv.max()) + 1
@@ -371,7 +392,7 @@ def paired_bias(m: ModuleErrors, rho: float) -> dict:
     sgn = np.where(part(m.truth) > 0, 1.0, -1.0)
     sc, sb = sgn * part(m.candidate_err), sgn * part(m.baseline_err)
     d = sc - sb
-    se, rows = _standard_error(d, part(m.row), rho)
+    se, rows = _standard_error(d, part(m.row), rho, m.row_width if n == nz.size else 0)
     return {"n": n, "rows": rows, "diff": float(np.mean(d)), "se": se,
             "candidate": float(np.mean(sc)), "baseline": float(np.mean(sb))}
 
@@ -403,7 +424,7 @@ def one_sided_bias(m: ModuleErrors, rho: float) -> dict:
     mc, mb, mr = float(np.mean(sc)), float(np.mean(sb)), float(np.mean(sr))
     against, sa, ma = ("reference", sb, mb) if abs(mb) >= abs(mr) else ("rounded", sr, mr)
     d = math.copysign(1.0, mc) * sc - math.copysign(1.0, ma) * sa
-    se, rows = _standard_error(d, part(m.row), rho)
+    se, rows = _standard_error(d, part(m.row), rho, m.row_width if n == nz.size else 0)
     return {"n": n, "rows": rows, "excess": float(np.mean(d)), "se": se, "candidate": mc, "baseline": mb,
             "rounded": mr, "against": against}
 

@@ -56,6 +56,7 @@ matmul``), and the results still do not depend on the row chunking.
 from __future__ import annotations
 
 import math
+import threading
 
 from typing import Any
 
@@ -63,6 +64,7 @@ import numpy as np
 
 from ..core.formats import get_format
 
+from ..core.blas import blas_threads
 from ..core.native import compiled
 from ..core.summation import DD_C, U, pairwise_sum, two_prod, two_sum
 
@@ -108,7 +110,10 @@ def padded_matmul(a: np.ndarray, b: np.ndarray, row0: int = 0, rows: np.ndarray 
     with each row at its own position in the block and zeros where the caller has no row.  Every
     element thus comes from the same call shape, position and K order whichever chunk computes it
     (tested on random shapes and chunkings).  Any order of the K products satisfies the same
-    ``gamma_K`` bound.
+    ``gamma_K`` bound.  Calls of at most :data:`numstd.core.blas.SMALL_PRODUCT` multiply-adds
+    (``ROW_BLOCK × K × N``, a function of the shape only) run on one BLAS thread
+    (:func:`numstd.core.blas.blas_threads`: on a busy machine a small product otherwise waits for
+    its second thread to be scheduled).
     """
     m, k = a.shape[-2], a.shape[-1]
     rows = np.arange(row0, row0 + m) if rows is None else np.asarray(rows, dtype=np.int64)
@@ -118,15 +123,49 @@ def padded_matmul(a: np.ndarray, b: np.ndarray, row0: int = 0, rows: np.ndarray 
         return out
     block = rows // ROW_BLOCK
     cuts = np.concatenate([[0], np.flatnonzero(np.diff(block)) + 1, [m]])
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        pos = rows[lo:hi] - block[lo] * ROW_BLOCK
-        if hi - lo == ROW_BLOCK:  # a whole aligned block: no copy
-            out[..., lo:hi, :] = np.matmul(a[..., lo:hi, :], b)
-            continue
-        x = np.zeros(a.shape[:-2] + (ROW_BLOCK, k), dtype=a.dtype)
-        x[..., pos, :] = a[..., lo:hi, :]
-        out[..., lo:hi, :] = np.matmul(x, b)[..., pos, :]
+    with blas_threads(ROW_BLOCK * k * b.shape[-1]):  # (each GEMM call: one block, whatever the chunk)
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            pos = rows[lo:hi] - block[lo] * ROW_BLOCK
+            if hi - lo == ROW_BLOCK:  # a whole aligned block: no copy
+                out[..., lo:hi, :] = np.matmul(a[..., lo:hi, :], b)
+                continue
+            x = _zero_block(a.shape[:-2] + (ROW_BLOCK, k), a.dtype)
+            try:
+                x[..., pos, :] = a[..., lo:hi, :]
+                out[..., lo:hi, :] = np.matmul(x, b)[..., pos, :]
+            finally:
+                x[..., pos, :] = 0  # (zeros again for the next call: see _zero_block)
     return out
+
+
+_BLOCKS = threading.local()
+_BLOCK_CACHE_BYTES = 1 << 22
+_BLOCKS_KEPT = 4
+
+
+def _zero_block(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A zero array of ``shape`` for :func:`padded_matmul`, kept per thread when at most 4 MiB.
+
+    The caller writes its rows into the block and sets them back to zero after the product, so the
+    kept block is all zeros whenever it is handed out (a fresh ``np.zeros`` of a block costs a page
+    fault per 4 KiB page: for a 32-row chunk of ``K = 512`` the 256-row float64 block is 1 MiB).
+    At most :data:`_BLOCKS_KEPT` blocks per thread (shapes and dtypes: a matmul's values in float64
+    and its ``|A||B|`` in float32 use two), the least recently used dropped first.
+    """
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > _BLOCK_CACHE_BYTES:
+        return np.zeros(shape, dtype=dtype)
+    kept = getattr(_BLOCKS, "kept", None)
+    if kept is None:
+        kept = _BLOCKS.kept = {}
+    key = (shape, np.dtype(dtype).str)
+    x = kept.pop(key, None)
+    if x is None:
+        x = np.zeros(shape, dtype=dtype)
+    kept[key] = x  # (the most recent last)
+    while len(kept) > _BLOCKS_KEPT:
+        kept.pop(next(iter(kept)))
+    return x
 
 
 def _ulp_in(v: np.ndarray, resolution: Any) -> np.ndarray:
