@@ -8,7 +8,15 @@ rows that carry the standard's claims — per legitimate corpus variant the case
 the bound, per bug the first case the calibration caught it on (or its strongest, if it caught none) —
 reruns the variant on the regenerated inputs exactly as calibration did (the same case, parameters and
 variant seed ``1000·seed + 7``), judges the output with :func:`numstd.check` against the standard that
-wrote the evidence, and compares: the same verdict, and the same ``normalized_max`` to ``--rtol``.
+wrote the evidence, and compares.  The claim is the verdict — every legitimate variant passes, every bug
+is caught where the calibration caught it — and a changed verdict fails the run.  ``normalized_max``
+(the worst element's error in units of the bound) is compared too, to ``--rtol``, and a difference is
+reported as *drift*, not as a failure: variants built on BLAS (sgemm, tensor-core emulations,
+attention's GEMMs) or on numpy's float32 libm (``fp32-math``) give other last bits on another CPU or
+BLAS thread count (measured: up to 6× on a legitimate matmul row's 0.003, 0.38 → 0.74 on fp32 elu's
+SIMD expm1), which moves the ratio but not the verdict.  Rows that cannot be regenerated — a variant
+removed from the corpus after publication, or one that no longer applies on this machine (torch's
+oneDNN availability) — are listed apart.
 
 It does not refit constants (that is ``scripts/calibrate_all.py``, hours on two cores); it confirms that
 what each file records is what the code in this checkout computes, so a change of the corpus, the
@@ -18,7 +26,7 @@ installed) are skipped: their outputs depend on the installed library, not on th
 
     python scripts/recheck_evidence.py [--only NS-SOFTMAX-BF16 ...] [--jobs 2] [--json OUT.json]
 
-Exit status 1 when any row differs or cannot be regenerated (each is printed), else 0.
+Exit status 1 when any verdict differs (each is printed with its drift and the rows not regenerated), else 0.
 """
 
 from __future__ import annotations
@@ -78,11 +86,16 @@ def _num(x: Any) -> float:
     return -1.0 if math.isnan(v) else v
 
 
+#: ratios beyond this are "outside by any measure": an exact standard's error over a zero bound is inf in
+#: the calibration's table and err/tiny (~1e38) in a verdict
+_HUGE = 1e30
+
+
 def _same(a: float, b: float, rtol: float) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
-    if math.isinf(a) or math.isinf(b):
-        return a == b
+    if a >= _HUGE or b >= _HUGE:
+        return a >= _HUGE and b >= _HUGE
     return abs(a - b) <= rtol * max(abs(a), abs(b), 1e-300) or abs(a - b) <= 1e-12
 
 
@@ -112,17 +125,17 @@ def recheck_rows(key: str, rows: list[dict], rtol: float = 1e-6) -> dict:
     std = get_standard(key)
     cases = {c.id: c for c in cases_for(std)}
     corpus = {v.name: v for v in variants_for(std.op)}
-    out: dict[str, Any] = {"standard": key, "checked": 0, "skipped": 0, "problems": []}
+    out: dict[str, Any] = {"standard": key, "checked": 0, "skipped": 0, "problems": [], "drift": [], "missing": []}
     for r in select_rows(rows):
         v, case = corpus.get(r["variant"]), cases.get(r["case"])
         if v is None or case is None:
-            out["problems"].append(f"{key}: {r['variant']} on {r['case']}: "
-                                   + ("no such corpus variant" if v is None else "the suite no longer has this case"))
+            out["missing"].append(f"{key}: {r['variant']} on {r['case']}: "
+                                  + ("no such corpus variant" if v is None else "the suite no longer has this case"))
             continue
         _, arrays, params = validate(std.op, list(case.inputs), dict(case.params))
         try:
             if not v.applicable(arrays, params, std.output, std.accumulate):
-                out["problems"].append(f"{key}: {r['variant']} on {r['case']}: no longer applies")
+                out["missing"].append(f"{key}: {r['variant']} on {r['case']}: does not apply here")
                 continue
             with np.errstate(all="ignore"):
                 y = np.asarray(v.fn([np.array(a) if a is not None else None for a in arrays], dict(params),
@@ -136,9 +149,12 @@ def recheck_rows(key: str, rows: list[dict], rtol: float = 1e-6) -> dict:
         verdict = numstd.check(y, op=std.op, inputs=list(case.inputs), standard=key, **dict(case.params))
         out["checked"] += 1
         got, want = float(verdict.normalized_max), float(r["normalized_max"])
-        if verdict.passed != bool(r["passed"]) or not _same(got, want, rtol):
-            out["problems"].append(f"{key}: {r['variant']} on {r['case']}: evidence passed={bool(r['passed'])} "
-                                   f"normalized_max={want:.9g}, now passed={verdict.passed} normalized_max={got:.9g}")
+        line = (f"{key}: {r['variant']} on {r['case']}: evidence passed={bool(r['passed'])} "
+                f"normalized_max={want:.9g}, now passed={verdict.passed} normalized_max={got:.9g}")
+        if verdict.passed != bool(r["passed"]):
+            out["problems"].append(line)
+        elif not _same(got, want, rtol):
+            out["drift"].append(line)
     out["seconds"] = round(time.perf_counter() - start, 3)
     return out
 
@@ -148,7 +164,7 @@ def _task(args: tuple) -> dict:
     try:
         return recheck_file(key, name, rtol)
     except Exception as exc:  # a file that cannot be rechecked is a finding, not a crash of the whole run
-        return {"standard": key, "checked": 0, "skipped": 0, "seconds": 0.0,
+        return {"standard": key, "checked": 0, "skipped": 0, "seconds": 0.0, "drift": [], "missing": [],
                 "problems": [f"{key}: recheck raised {type(exc).__name__}: {exc}"]}
 
 
@@ -169,12 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         results = [_task(t) for t in tasks]
     took = time.perf_counter() - start
     problems = [pr for r in results for pr in r["problems"]]
-    for pr in problems:
-        print(pr)
+    drift = [d for r in results for d in r["drift"]]
+    missing = [m for r in results for m in r["missing"]]
+    for title, lines in (("not regenerated", missing), ("drift (same verdict)", drift), ("VERDICT DIFFERS", problems)):
+        for line in lines:
+            print(f"{title}: {line}")
     checked = sum(r["checked"] for r in results)
     skipped = sum(r["skipped"] for r in results)
-    print(f"rechecked {len(results)} evidence files, {checked} rows ({skipped} library rows skipped): "
-          f"{len(problems)} differ, {took:.1f} s")
+    print(f"rechecked {len(results)} evidence files, {checked} rows ({skipped} library rows skipped, "
+          f"{len(missing)} not regenerated): {len(problems)} verdicts differ, {len(drift)} rows drift, {took:.1f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"seconds": round(took, 1), "files": results}, indent=1) + "\n")
     return 1 if problems else 0

@@ -23,12 +23,13 @@ def _rows(key):
 @pytest.mark.parametrize("key", ["NS-SOFTMAX-BF16@1", "NS-EXP-FP32@1", "NS-NLLLOSS-BF16-STORED16@2"])
 def test_published_evidence_reproduces(key):
     out = recheck.recheck_file(key, f"{key}.evidence.parquet")
-    assert out["checked"] >= 5 and out["problems"] == [], out
+    assert out["checked"] >= 5 and out["problems"] == [] and out["missing"] == [], out
 
 
 def test_a_row_that_no_longer_holds_is_reported():
     """Independent truth: the evidence file as written by calibration; a copy that claims one bug was
-    never caught, and one legitimate variant's errors half what they are, must be reported."""
+    never caught (a verdict: fails the run) and one legitimate variant's errors half what they are (a
+    ratio: reported as drift) must be reported."""
     key = "NS-SOFTMAX-BF16@1"
     rows = copy.deepcopy(_rows(key))
     chosen = recheck.select_rows(rows)
@@ -40,9 +41,8 @@ def test_a_row_that_no_longer_holds_is_reported():
         if r["variant"] == legit:
             r["normalized_max"] = r["normalized_max"] / 2
     out = recheck.recheck_rows(key, rows)
-    text = "\n".join(out["problems"])
-    assert len(out["problems"]) == 2, out
-    assert f": {bug} on " in text and f": {legit} on " in text
+    assert len(out["problems"]) == 1 and f": {bug} on " in out["problems"][0], out  # the verdict claim
+    assert any(f": {legit} on " in d for d in out["drift"]), out  # the ratio, reported as drift
 
 
 def test_selection_is_the_claims():
