@@ -23,6 +23,8 @@ KNOWN = {
     "torch:cpu": {
         "NS-ERF-BF16": "torch CPU bf16 erf returns 0 for |x| ≤ 1.8e-7 (255 ulp)",
         "NS-ERF-FP16": "torch CPU fp16 erf is 4.7 ulp off",
+        **{f"NS-ERF-{t}-ARITH16": "torch CPU's 16-bit erf (the 5.1-ulp library budget of NS-ERF-*@2) is not the f32 "
+                                  "erf rounded once that XLA computes and the arith16 standard models" for t in ("BF16", "FP16")},
         "NS-LOGSOFTMAX-BF16": "the row sum is rounded to bf16 before the log",
         "NS-LOGSOFTMAX-FP16": "the row sum is rounded to fp16 before the log",
         "NS-CROSSENTROPY-BF16": "log-sum-exp in bf16 (up to 2.7 ulp on the mean loss)",
@@ -54,7 +56,7 @@ KNOWN = {
            for op in ("CUMSUM", "GELU", "LINEAR", "LOGSOFTMAX", "SIGMOID", "SILU", "SOFTMAX", "SUM", "MEAN",
                       "EXP", "TANH", "ERF", "LOG", "RSQRT", "SQRT", "MATMUL", "LAYERNORM", "RMSNORM",
                       "ATTENTION", "CROSSENTROPY", "CELU", "CUMPROD", "ELU", "HARDSIGMOID", "HARDSWISH", "LEAKYRELU",
-                      "MISH", "NEWGELU", "SELU", "SWISH", "NORMALIZE", "COSINESIMILARITY", "TRIPLETMARGINLOSS")
+                      "MISH", "NEWGELU", "SELU", "SWISH", "SOFTPLUS", "NORMALIZE", "COSINESIMILARITY", "TRIPLETMARGINLOSS")
            for t in ("BF16", "FP16", "BF16-STORED16", "FP16-STORED16")},
         "NS-SMOOTHL1LOSS-BF16": "XLA CPU computes bf16 smooth_l1_loss in bf16 arithmetic (the calibration: needs lam = 163)",
         **{f"NS-COSINEEMBEDDINGLOSS-{t}": "XLA CPU computes the 16-bit loss in 16-bit arithmetic (the calibration: "

@@ -26,7 +26,8 @@ max_pool{d}d   ``lax.reduce_window(x, -inf, lax.max, ...)`` (window dilation, pa
 avg_pool{d}d   ``lax.reduce_window`` sum in float32 (zero padding) / the divisor, cast back
 elementwise    ``jnp.exp``, ``log``, ``tanh``, ``jax.nn.sigmoid``, ``jax.scipy.special.erf``,
                ``jax.nn.gelu(x, approximate=...)``, ``jax.nn.silu``, ``jax.nn.relu``,
-               ``jax.lax.rsqrt``, ``jnp.sqrt``
+               ``jax.lax.rsqrt``, ``jnp.sqrt``; softplus ``where(beta x > threshold, x,
+               jax.nn.softplus(beta x) / beta)`` (torch's beta and threshold)
 attention      ``jax.nn.dot_product_attention`` (leading axes flattened to one batch axis, one
                head); the explicit ``softmax(q kᵀ · scale + mask) v`` when v's feature size differs
 cross_entropy  ``-take_along_axis(jax.nn.log_softmax(logits), target)``, then mean / sum / none
@@ -161,6 +162,13 @@ def _cross_entropy(jax: Any, jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     return reduce_loss(jnp, loss, reduction)
 
 
+def _softplus(jax: Any, jnp: Any, x: Any, beta: float, threshold: float) -> Any:
+    """torch's softplus semantics with ``jax.nn.softplus`` (``logaddexp(z, 0)``): ``x`` where
+    ``z = beta x > threshold``, else ``softplus(z) / beta`` (Python scalars: weak-typed, the input's dtype)."""
+    z = x * beta
+    return jnp.where(z > threshold, x, jax.nn.softplus(z) / beta)
+
+
 def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
     d = x - t
     return reduce_loss(jnp, d * d, reduction)
@@ -168,7 +176,7 @@ def _mse_loss(jnp: Any, x: Any, t: Any, reduction: str) -> Any:
 
 #: the ops :func:`_table` implements (their calls are not mechanical)
 _SPECIAL: frozenset[str] = frozenset({"conv", "conv_transpose", "linear", "sum", "mean", "layer_norm", "rms_norm", "gelu",
-                                      "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div",
+                                      "attention", "cross_entropy", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "softplus",
                                       "nll_loss", "hinge_embedding_loss", "group_norm", "instance_norm", "batch_norm",
                                       *(f"{kind}_pool{d}d" for kind in ("max", "avg") for d in (1, 2, 3))})
 
@@ -195,6 +203,7 @@ def _table(jax: Any) -> dict[str, Callable[[list, dict], Any]]:
         **{f"{kind}_pool{d}d": (lambda name: lambda a, p: _pool(jnp, lax, name, a[0], p))(f"{kind}_pool{d}d")
            for kind in ("max", "avg") for d in (1, 2, 3)},
         "gelu": lambda a, p: jax.nn.gelu(a[0], approximate=p["approximate"] == "tanh"),
+        "softplus": lambda a, p: _softplus(jax, jnp, a[0], p["beta"], p["threshold"]),
         "attention": lambda a, p: _attention(jax, jnp, a[0], a[1], a[2], p),
         "cross_entropy": lambda a, p: _cross_entropy(jax, jnp, a[0], a[1], p["reduction"]),
         "mse_loss": lambda a, p: _mse_loss(jnp, a[0], a[1], p["reduction"]),
