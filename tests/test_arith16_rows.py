@@ -150,3 +150,15 @@ def test_softmax_zeros_fail_arith16(op, fmt):
     v = numstd.check(zeros, op=op, inputs=[x], axis=-1, accumulate=fmt)
     assert v.formats["policy"] == "arith16" and not v.passed
     assert "not discriminating" not in v.message
+
+
+def test_16bit_accumulated_sum_declared_fp32_fails_the_default():
+    # a sequential bf16 running sum of 4096 values near 1 stagnates near 256 (hand-derived: bf16's ulp at
+    # 256 is 2, so addends below 1 are lost): rejected by the fp32-accumulation default, within arith16
+    x = (np.random.default_rng(61).random((4, 4096)) * 0.5 + 0.75).astype(ml_dtypes.bfloat16)
+    seq = next(v for v in variants_for("sum") if v.name == "sequential")
+    out = seq([x], {"axis": -1}, out="bfloat16", acc="bfloat16")
+    assert np.all(np.asarray(out, np.float64) < 0.5 * np.asarray(x, np.float64).sum(-1))
+    assert not numstd.check(out, op="sum", inputs=[x], axis=-1).passed
+    v = numstd.check(out, op="sum", inputs=[x], axis=-1, accumulate="bfloat16")
+    assert v.passed and "not discriminating at this size" in v.message
