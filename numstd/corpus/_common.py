@@ -28,7 +28,7 @@ __all__ = [
     "Work", "f64", "finish", "rnd", "registrar", "to_last", "from_last", "row_sum", "at_sum16",
     "narrow_out", "float32_inputs", "low_precision_inputs", "torch_available",
     "torch_inputs", "torch_same_format", "to_torch", "from_torch", "corrupt_one",
-    "truncation_visible", "ACC_P", "FP32_ONLY",
+    "truncation_visible", "ACC_P", "FP32_ONLY", "ARITH16", "XLA_SCAN_BASE", "xla_scan",
 ]
 
 #: significand bits of the float32 accumulator the standards declare by default.
@@ -36,6 +36,12 @@ ACC_P = 24
 
 #: ``acc_formats`` of variants that model float32 accumulation only (hardware, libraries).
 FP32_ONLY: tuple[str, ...] = ("float32",)
+
+#: ``acc_formats`` of variants that model 16-bit arithmetic only (XLA CPU's 16-bit kernels: the arith16 policy).
+ARITH16: tuple[str, ...] = ("bfloat16", "float16")
+
+#: block length of XLA's reduce-window rewrite of a scan (``ReduceWindowRewriter``, base length 16).
+XLA_SCAN_BASE = 16
 
 
 def f64(x: Any) -> np.ndarray:
@@ -133,6 +139,65 @@ def at_sum16(q: Any, w: "Work", out: Format, threads: int = 2) -> np.ndarray:
     size = -(-flat.size // p)
     parts = [o.q(row_sum(flat[i:i + size].reshape(1, -1), w.fmt, "pairwise")[0, 0]) for i in range(0, flat.size, size)]
     return np.asarray(o.q(row_sum(f64(np.asarray(parts)).reshape(1, -1), w.fmt, "sequential")[0, 0]))
+
+
+def _xla_run(v: np.ndarray, w: "Work", op: Callable) -> np.ndarray:
+    """Sequential inclusive scan of the last axis, each step ``w.q(op(acc, v_k))``."""
+    y = np.empty(v.shape, dtype=w.dtype)
+    if v.shape[-1] == 0:
+        return y
+    acc = w.q(v[..., 0])
+    y[..., 0] = acc
+    for k in range(1, v.shape[-1]):
+        acc = w.q(op(acc, v[..., k]))
+        y[..., k] = acc
+    return y
+
+
+def _xla_exclusive(t: np.ndarray, w: "Work", op: Callable, ident: float, base: int) -> np.ndarray:
+    """Exclusive scan of the block totals ``t``: ``ident, t_0, t_0 ∘ t_1, ...`` (XLA's padded window)."""
+    inc = _xla_run(t, w, op) if t.shape[-1] <= base else xla_scan(t, w, op, ident, base)
+    head = np.full(t.shape[:-1] + (1,), ident, dtype=w.dtype)
+    return np.concatenate([head, inc[..., :-1]], axis=-1)
+
+
+def xla_scan(x: Any, w: "Work", op: Callable = np.add, ident: float = 0.0,
+             base: int = XLA_SCAN_BASE) -> np.ndarray:
+    """XLA CPU's inclusive scan of the last axis (``jax.lax.cumsum``/``cumprod`` on CPU).
+
+    jax lowers a scan to one ``reduce-window`` of the row's length (``cumred_reduce_window_impl``,
+    ``jax/_src/lax/control_flow/loops.py``); XLA rewrites it into a tree (compiled HLO of jax 0.10.2,
+    bf16 and fp16): a row of ``n <= base`` elements is a sequential running scan, each step rounded
+    to the element type; a longer row is zero- (one-) padded to ``B·base``, each block of ``base``
+    scanned sequentially (``L``), the block totals ``T_j = L_{j, base-1}`` scanned exclusively by the
+    same rule (recursively), and every element is ``RN(L_{j,i} ∘ C_j)`` with its block's carry
+    ``C_j`` (``C_0 = ident``, exact). Every ``∘`` rounds by ``w.q``. Bit for bit jax 0.10.2's bf16 and
+    fp16 ``cumsum``/``cumprod`` on CPU (tests/test_arith16_rows.py).
+
+    Parameters
+    ----------
+    x : array
+        Values in ``w``'s container dtype, scan axis last.
+    w : Work
+        The arithmetic's format (every combine rounded into it).
+    op : callable
+        ``np.add`` (cumsum) or ``np.multiply`` (cumprod).
+    ident : float
+        The identity of ``op`` (the padding and the first block's carry).
+    base : int
+        The rewriter's block length (:data:`XLA_SCAN_BASE`).
+    """
+    x = np.asarray(x, dtype=w.dtype)
+    n = x.shape[-1]
+    if n <= base:
+        return _xla_run(x, w, op)
+    nb = -(-n // base)
+    pad = np.full(x.shape[:-1] + (nb * base - n,), ident, dtype=w.dtype)
+    blocks = np.concatenate([x, pad], axis=-1).reshape(x.shape[:-1] + (nb, base))
+    local = _xla_run(blocks, w, op)
+    carry = _xla_exclusive(local[..., -1], w, op, ident, base)
+    out = w.q(op(local, carry[..., None]))
+    return out.reshape(x.shape[:-1] + (nb * base,))[..., :n]
 
 
 def registrar(store: list) -> Callable:

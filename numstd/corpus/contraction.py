@@ -31,7 +31,7 @@ import numpy as np
 from ..core.formats import FORMATS, Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, corrupt_one, f64, finish, float32_inputs, from_torch, low_precision_inputs,
+    ARITH16, FP32_ONLY, corrupt_one, f64, finish, float32_inputs, from_torch, low_precision_inputs,
     narrow_out, registrar, rnd, to_torch, torch_same_format,
 )
 
@@ -175,6 +175,15 @@ def _blas(A, B, acc, out, seed):
         return _ordered(A, B, acc)
     with np.errstate(all="ignore"):
         return f64(np.matmul(np.asarray(A, dtype=np.float32), np.asarray(B, dtype=np.float32)))
+
+
+@_contraction("xla-arith16", "library", True,
+              "XLA CPU's 16-bit dot (jax 0.10.2): the 16-bit operands multiplied and accumulated in fp32 "
+              "(YNNPACK), the dot rounded to the 16-bit type, then RN16(RN16(x·Wᵀ) + b) for linear; 16-bit "
+              "arithmetic only", acc_formats=ARITH16)
+def _xla_dot(A, B, acc, out, seed):
+    with np.errstate(all="ignore"):
+        return rnd(np.matmul(np.asarray(A, dtype=np.float32), np.asarray(B, dtype=np.float32)), acc)
 
 
 @_contraction("trainium-psum", "hardware", True,

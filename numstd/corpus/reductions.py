@@ -33,7 +33,7 @@ import numpy as np
 from ..core.formats import FORMATS, Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, at_sum16, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
+    ARITH16, FP32_ONLY, at_sum16, xla_scan, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
     torch_same_format, Work,
 )
 
@@ -332,7 +332,8 @@ def _is_variant(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
 
 
 def _scan(name: str, family: str, legit: bool, description: str, applies: Callable | None = None,
-          mode: str = "rne", observable: Callable | None = None) -> Callable:
+          mode: str = "rne", observable: Callable | None = None,
+          acc_formats: tuple[str, ...] | None = None) -> Callable:
     """Register ``core(x (scan axis last, working dtype), w: Work, out) -> scan`` for cumsum."""
 
     def deco(core: Callable) -> Callable:
@@ -345,7 +346,7 @@ def _scan(name: str, family: str, legit: bool, description: str, applies: Callab
                 y = y[..., ::-1] if reverse else y
                 return finish(from_last(f64(y), axis), out, mode, seed)
 
-        variant("cumsum", name, family, legit, description, applies, observable)(run)
+        variant("cumsum", name, family, legit, description, applies, observable, acc_formats)(run)
         return core
 
     return deco
@@ -375,6 +376,15 @@ def _cs_hillis(x, w, out):
        "format")
 def _cs_blelloch(x, w, out):
     return _blelloch(x, w)
+
+
+@_scan("xla-arith16", "library", True,
+       "XLA CPU's 16-bit cumsum (jax.lax.cumsum, jax 0.10.2): the reduce-window tree of blocks of 16, each "
+       "block a running sum rounded to the 16-bit type, the block totals scanned by the same rule, every "
+       "element RN16(local + carry) (numstd.corpus._common.xla_scan); 16-bit accumulation only",
+       acc_formats=ARITH16)
+def _cs_xla(x, w, out):
+    return xla_scan(x, w, np.add, 0.0)
 
 
 def _torch_cumsum(inputs, params, out, acc, seed):

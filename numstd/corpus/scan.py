@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.formats import FORMATS
-from ._common import FP32_ONLY, f64, finish, from_last, from_torch, registrar, rnd, to_last, to_torch, torch_inputs, Work
+from ._common import ARITH16, FP32_ONLY, xla_scan, f64, finish, from_last, from_torch, registrar, rnd, to_last, to_torch, torch_inputs, Work
 
 __all__ = ["VARIANTS", "BLOCK"]
 
@@ -88,6 +88,15 @@ def _cp_cr(x, w, out, params):
 
     v, _, _ = cumprod("cumprod", [f64(x)], {"axis": -1})
     return rnd(v, w.fmt)
+
+
+@_prod_scan("xla-arith16", "library", True,
+            "XLA CPU's 16-bit cumprod (jax.lax.cumprod, jax 0.10.2): the reduce-window tree of blocks of 16, "
+            "each block a running product rounded to the 16-bit type, the block totals scanned by the same "
+            "rule, every element RN16(local · carry) (numstd.corpus._common.xla_scan); 16-bit arithmetic only",
+            acc_formats=ARITH16)
+def _cp_xla(x, w, out, params):
+    return xla_scan(x, w, np.multiply, 1.0)
 
 
 @_prod_scan("torch-cpu", "library", True,

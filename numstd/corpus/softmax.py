@@ -33,7 +33,7 @@ import numpy as np
 from ..core.formats import FORMATS, Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, row_sum, to_last,
+    ARITH16, FP32_ONLY, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, row_sum, to_last,
     to_torch, torch_same_format, Work,
 )
 
@@ -235,6 +235,46 @@ def _recip(op, x, w, out):
 def _lse_form(op, x, w, out):
     r = Row(x, w)
     return w.q(x - w.q(r.m + w.q(np.log(r.s))))
+
+
+def _xla16(op: str, x: np.ndarray, w: Work) -> np.ndarray:
+    """XLA CPU's 16-bit softmax / log_softmax (``jax.nn.softmax``/``log_softmax``, jax 0.10.2), row last.
+
+    Read from the compiled HLO and reproduced bit for bit (tests/test_arith16_rows.py): the row
+    maximum ``m`` is exact; ``d = RN16(x − m)``; the row sum ``s`` is accumulated in fp32 over
+    ``e = exp(d)`` — the fp32 exp for bf16, the fp16-rounded ``RN16(exp d)`` for fp16 (XLA keeps
+    fp16 elementwise ops in fp16 and upcasts bf16 ones) — and stored ``s16 = RN16(s)``. softmax:
+    bf16 ``RN16(RN16(e) · RN32(1/s16))``, fp16 ``RN16(e16 · RN16(1/s16))`` (the division becomes a
+    multiply by the reciprocal); log_softmax: ``RN16(d − RN16(log s16))``. The fp32 row sum's order
+    (reduce-window blocks of 32, or YNNPACK's reduce) only matters through ``RN16(s)``.
+    """
+    f32 = np.float32
+    m = np.max(x, axis=-1, keepdims=True)
+    d = w.q(x.astype(f32) - m.astype(f32))
+    e = np.exp(d.astype(f32))
+    fp16 = w.fmt.name == "float16"
+    if fp16:
+        e = w.q(e)
+    s16 = w.q(np.sum(e.astype(f32), axis=-1, keepdims=True, dtype=f32))
+    if op == "log_softmax":
+        return w.q(d - w.q(np.log(s16.astype(f32))))
+    rec = f32(1) / s16.astype(f32)
+    if fp16:
+        return w.q(e * w.q(rec))
+    return w.q(w.q(e) * rec)
+
+
+for _op in SOFTMAX_OPS:
+    def _xla_run(inputs, params, out, acc, seed, _op=_op):
+        x, w, axis = rows(inputs, params, acc)
+        with np.errstate(all="ignore"):
+            return finish(from_last(f64(_xla16(_op, x, w)), axis), out)
+
+    variant(_op, "xla-arith16", "library", True,
+            f"XLA CPU's 16-bit {_op} (jax 0.10.2): RN16(x − max), exp, an fp32 row sum stored in 16 bits, "
+            "then the 16-bit reciprocal multiply (softmax) or RN16(d − RN16(log s)) (log_softmax); 16-bit "
+            "arithmetic only", acc_formats=ARITH16)(_xla_run)
+del _op, _xla_run
 
 
 def _torch_softmax(op: str) -> Callable:

@@ -154,7 +154,7 @@ ENTRIES: tuple[OpInfo, ...] = (
     entry("mean", "reduction", ("x",), 0, {"axis": None, "keepdims": False}, (
         'm = sum(x, axis) / K with K the number of reduced elements (numpy.mean).'
     ),
-          shape=_reduced_shape, reference="reduction:mean", corpus="reductions", terms=("abssum", "K")),
+          shape=_reduced_shape, reference="reduction:mean", corpus="reductions", terms=("abssum", "K", "spillmag")),
     _extremum("amax", "max", "the maximum"),
     _extremum("amin", "min", "the minimum"),
     _arg_extremum("argmax", "max", "maximum"),
@@ -168,7 +168,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         'x * mask (NaN * False is NaN, as torch.cumsum(x * mask) gives). Only standards that '
         'select a variant judge it.'
     ),
-          shape=_cumsum_shape, reference="reduction:cumsum", corpus="reductions", terms=("abssum", "K"),
+          shape=_cumsum_shape, reference="reduction:cumsum", corpus="reductions", terms=("abssum", "K", "spillmag"),
           integer_inputs=(1,), param_checks={"reverse": _flag, "exclusive": _flag},
           variant_params=("reverse", "exclusive", "mask"),
           calls={"torch": Call("numstd.backends.scans.torch_cumsum", _VARIANT_ARGS("dim")),

@@ -35,6 +35,9 @@ aux:
     (``<= γ_{k-1}``, ``k u_acc < 10^-2``) by which the computed ``p̂_j`` differs from ``p_j``.  The
     product is taken in the log domain and capped at ``2^60`` (an element whose allowance is that
     large is not determined anyway).  Where no prefix is subnormal, ``subabs`` is exactly 0.
+``subabs_bf16``, ``subabs_fp16``
+    the same loss for a running product rounded to bfloat16 (subnormal below ``2^-126``, half spacing
+    ``2^-134``) or float16 (below ``2^-14``, half spacing ``2^-25``): the arith16 standards' term.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ __all__ = ["cumprod", "range_walk", "subnormal_loss"]
 #: float32's smallest normal and half its subnormal spacing (the accumulate format's subnormal range)
 _F32_MIN_NORMAL = 2.0**-126
 _F32_HALF_SPACING = 2.0**-150
+#: (smallest normal, half the subnormal spacing) of the 16-bit arithmetic formats (the arith16 policy's
+#: accumulate formats): bfloat16 shares float32's exponent range with 7 fraction bits, float16's is 2^-14
+_SUB16 = {"bf16": (2.0**-126, 2.0**-134), "fp16": (2.0**-14, 2.0**-25)}
 #: the factor by which the computed prefix may differ from the exact one in the normal range
 _SUB_C = 1.01
 #: cap of log2(1 + relative subnormal loss)
@@ -112,15 +118,18 @@ def range_walk(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return up, down
 
 
-def subnormal_loss(v: np.ndarray) -> np.ndarray:
+def subnormal_loss(v: np.ndarray, min_normal: float = _F32_MIN_NORMAL,
+                   half_spacing: float = _F32_HALF_SPACING) -> np.ndarray:
     """``subabs`` of exact prefixes ``v`` (last axis; module docstring): ``|v_k| (Π_{j<=k} (1 +
-    1.01·2^-150/|v_j|) − 1)`` over the ``j`` with ``2^-150 < |v_j| < 2^-126``."""
+    1.01·h/|v_j|) − 1)`` over the ``j`` with ``h < |v_j| < n``, ``h = 2^-150`` and ``n = 2^-126`` for
+    float32 (``subabs``); the 16-bit formats' ``(n, h)`` (:data:`_SUB16`) give ``subabs_bf16`` and
+    ``subabs_fp16``, the same loss for a running product rounded to that format (the arith16 policy)."""
     av = np.abs(v)
-    sub = (av > _F32_HALF_SPACING) & (av < _F32_MIN_NORMAL)
+    sub = (av > half_spacing) & (av < min_normal)
     if not sub.any():
         return np.zeros(v.shape, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lg = np.where(sub, np.log2(1.0 + _SUB_C * _F32_HALF_SPACING / np.where(sub, av, 1.0)), 0.0)
+        lg = np.where(sub, np.log2(1.0 + _SUB_C * half_spacing / np.where(sub, av, 1.0)), 0.0)
     total = np.minimum(np.cumsum(lg, axis=-1), _SUB_CAP)
     with np.errstate(over="ignore", invalid="ignore"):
         out = av * np.expm1(total * np.log(2.0))
@@ -151,4 +160,5 @@ def cumprod(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray
         return np.ascontiguousarray(np.moveaxis(a, -1, axis))
 
     return back(v), back(bound), {"K": K.reshape(k_shape), "spillmag": back(spill), "sinkmag": back(sink),
-                                  "subabs": back(sub)}
+                                  "subabs": back(sub),
+                                  **{f"subabs_{k}": back(subnormal_loss(v, *nh)) for k, nh in _SUB16.items()}}
