@@ -85,18 +85,19 @@ def _standard(op, fmt):
     return registry.get_standard(f"NS-{STD_TAG[op]}-{TAG[fmt]}-ARITH16")
 
 
-#: the published arith16 standards of these ops (fp16 cumsum is not published:
+#: the published arith16 standards of these ops (fp16 cumsum and fp16 cumprod are not published:
 #: docs/calibration.md, "arith16 row ops")
 PUBLISHED = [(op, fmt) for op in ("softmax", "log_softmax", "linear", "sum", "mean") for fmt in FMTS] + \
-    [("cumprod", fmt) for fmt in FMTS] + [("cumsum", "bfloat16")]
+    [("cumprod", "bfloat16"), ("cumsum", "bfloat16")]
 
 
-def test_unpublished_fp16_cumsum_has_no_arith16_standard():
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_unpublished_fp16_scans_have_no_arith16_standard(op):
     from numstd.errors import StandardNotFound
 
-    x = _rows("cumsum", "float16", (2, 40), 51)
+    x = _rows(op, "float16", (2, 40), 51)
     with pytest.raises(StandardNotFound):
-        numstd.check(np.asarray(x), op="cumsum", inputs=[x], axis=-1, accumulate="float16")
+        numstd.check(np.asarray(x), op=op, inputs=[x], axis=-1, accumulate="float16")
 
 
 @pytest.mark.parametrize("op,fmt", PUBLISHED)
