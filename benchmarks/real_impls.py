@@ -126,7 +126,13 @@ def kernels(names: Iterable[str]) -> dict[str, Callable[[str, list, dict], np.nd
         elif name == "rounded64":
             def r(op: str, inputs: list, params: dict) -> np.ndarray:
                 from benchmarks.side_by_side import expected_for, truth
+                from numstd.ops import OPS
 
+                if OPS[op].index_of:  # argmax/argmin: the exact first index (numpy's, torch's rule; NaN first)
+                    x = np.asarray(inputs[0], dtype=np.float64)
+                    pick = np.argmax if op == "argmax" else np.argmin
+                    return np.asarray(pick(x, axis=params.get("axis"), keepdims=bool(params.get("keepdims", False))),
+                                      dtype=np.int64)
                 return expected_for(truth(op, list(inputs), dict(params)), np.asarray(inputs[0]).dtype.name)
 
             out[name] = r
