@@ -28,7 +28,7 @@ __all__ = [
     "Work", "f64", "finish", "rnd", "registrar", "to_last", "from_last", "row_sum", "at_sum16",
     "narrow_out", "float32_inputs", "low_precision_inputs", "torch_available",
     "torch_inputs", "torch_same_format", "to_torch", "from_torch", "corrupt_one",
-    "truncation_visible", "ACC_P", "FP32_ONLY", "ARITH16", "XLA_SCAN_BASE", "xla_scan",
+    "truncation_visible", "ACC_P", "FP32_ONLY", "ARITH16", "XLA_SCAN_BASE", "xla_scan", "running_scan",
 ]
 
 #: significand bits of the float32 accumulator the standards declare by default.
@@ -141,8 +141,9 @@ def at_sum16(q: Any, w: "Work", out: Format, threads: int = 2) -> np.ndarray:
     return np.asarray(o.q(row_sum(f64(np.asarray(parts)).reshape(1, -1), w.fmt, "sequential")[0, 0]))
 
 
-def _xla_run(v: np.ndarray, w: "Work", op: Callable) -> np.ndarray:
-    """Sequential inclusive scan of the last axis, each step ``w.q(op(acc, v_k))``."""
+def running_scan(v: np.ndarray, w: "Work", op: Callable = np.add) -> np.ndarray:
+    """Sequential inclusive scan of the last axis in the working format, each step ``w.q(op(acc, v_k))``
+    (``np.add``: a running sum, ``np.multiply``: a running product)."""
     y = np.empty(v.shape, dtype=w.dtype)
     if v.shape[-1] == 0:
         return y
@@ -156,7 +157,7 @@ def _xla_run(v: np.ndarray, w: "Work", op: Callable) -> np.ndarray:
 
 def _xla_exclusive(t: np.ndarray, w: "Work", op: Callable, ident: float, base: int) -> np.ndarray:
     """Exclusive scan of the block totals ``t``: ``ident, t_0, t_0 ∘ t_1, ...`` (XLA's padded window)."""
-    inc = _xla_run(t, w, op) if t.shape[-1] <= base else xla_scan(t, w, op, ident, base)
+    inc = running_scan(t, w, op) if t.shape[-1] <= base else xla_scan(t, w, op, ident, base)
     head = np.full(t.shape[:-1] + (1,), ident, dtype=w.dtype)
     return np.concatenate([head, inc[..., :-1]], axis=-1)
 
@@ -190,11 +191,11 @@ def xla_scan(x: Any, w: "Work", op: Callable = np.add, ident: float = 0.0,
     x = np.asarray(x, dtype=w.dtype)
     n = x.shape[-1]
     if n <= base:
-        return _xla_run(x, w, op)
+        return running_scan(x, w, op)
     nb = -(-n // base)
     pad = np.full(x.shape[:-1] + (nb * base - n,), ident, dtype=w.dtype)
     blocks = np.concatenate([x, pad], axis=-1).reshape(x.shape[:-1] + (nb, base))
-    local = _xla_run(blocks, w, op)
+    local = running_scan(blocks, w, op)
     carry = _xla_exclusive(local[..., -1], w, op, ident, base)
     out = w.q(op(local, carry[..., None]))
     return out.reshape(x.shape[:-1] + (nb * base,))[..., :n]

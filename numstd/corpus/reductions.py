@@ -33,7 +33,7 @@ import numpy as np
 from ..core.formats import FORMATS, Format
 from . import with_causes
 from ._common import (
-    ARITH16, FP32_ONLY, at_sum16, xla_scan, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
+    ARITH16, FP32_ONLY, at_sum16, running_scan, xla_scan, f64, finish, from_last, from_torch, narrow_out, registrar, rnd, to_last, to_torch,
     torch_same_format, Work,
 )
 
@@ -253,15 +253,7 @@ del _op
 
 def _running(x: np.ndarray, w: Work) -> np.ndarray:
     """Sequential inclusive scan of the last axis in the working format."""
-    y = np.empty(x.shape, dtype=w.dtype)
-    if x.shape[-1] == 0:
-        return y
-    s = w.q(x[..., 0])
-    y[..., 0] = s
-    for k in range(1, x.shape[-1]):
-        s = w.q(s + x[..., k])
-        y[..., k] = s
-    return y
+    return running_scan(x, w, np.add)
 
 
 def _blocked_scan(x: np.ndarray, w: Work, carries: bool = True) -> np.ndarray:

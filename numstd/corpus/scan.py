@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.formats import FORMATS
-from ._common import ARITH16, FP32_ONLY, xla_scan, f64, finish, from_last, from_torch, registrar, rnd, to_last, to_torch, torch_inputs, Work
+from ._common import ARITH16, FP32_ONLY, running_scan, xla_scan, f64, finish, from_last, from_torch, registrar, rnd, to_last, to_torch, torch_inputs, Work
 
 __all__ = ["VARIANTS", "BLOCK"]
 
@@ -28,15 +28,7 @@ variant = registrar(_V)
 
 def _running(x: np.ndarray, w: Work) -> np.ndarray:
     """Sequential inclusive product of the last axis, each step rounded by ``w.q``."""
-    y = np.empty(x.shape, dtype=w.dtype)
-    if x.shape[-1] == 0:
-        return y
-    p = w.q(x[..., 0])
-    y[..., 0] = p
-    for k in range(1, x.shape[-1]):
-        p = w.q(p * x[..., k])
-        y[..., k] = p
-    return y
+    return running_scan(x, w, np.multiply)
 
 
 def _prod_scan(name: str, family: str, legit: bool, description: str, applies: Callable | None = None,

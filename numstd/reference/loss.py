@@ -181,7 +181,8 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         d = np.asarray(arrays[0], dtype=np.float64) - np.asarray(arrays[1], dtype=np.float64)
         q = d * d
         s16 = 3.02 * q  # stored d (2 q) and stored d^2 (q), in units of u16 (module docstring)
-        fmt = _stored_format(params)
+        fmt = _stored_format(params) if params["reduction"] != "none" else None  # (none: no shift to compute)
+        stored: tuple = ()
         if fmt is not None:
             d32 = d.astype(np.float32).astype(np.float64)  # fp32 a - b (exact unless the exponents are far apart)
             d16 = round_to(d32, fmt)
@@ -189,7 +190,7 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
                       round_to((d32 * d32).astype(np.float32), fmt),  # the fp32 square stored once
                       d16 * d16)  # only d stored, the square kept in fp32
     result = _reduce_terms(q, MSE_TERM_C, params["reduction"], s16)
-    return _with_shift(result, "e16", q, stored if fmt is not None else (), params["reduction"])
+    return _with_shift(result, "e16", q, stored, params["reduction"])
 
 
 def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -237,8 +238,9 @@ def _stored_format(params: dict):
     """The 16-bit format whose stored intermediates the shift aux model: the standard's output format
     (``check`` passes it as the reference's resolution); ``None`` for any other output (no shift)."""
     from ..core.formats import get_format
+    from .contraction import RESOLUTION_KEY
 
-    res = params.get("_resolution")
+    res = params.get(RESOLUTION_KEY)
     if res is None:
         return None
     fmt = get_format(res)
