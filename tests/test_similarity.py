@@ -344,18 +344,21 @@ def test_grade_detects_the_similarity_ops():
         def forward(self, a, b, t):
             return self.loss(a, b, t)
 
-    r = numstd.grade(Norm, Norm, lambda: [torch.randn(16, 64)], trials=1)
+    # (a fixed secret seed: this test is about recognising the ops; with fresh secret seeds torch's own fp32
+    # F.normalize(p=1) fails NS-NORMALIZE-FP32@2's bound on 3 of 300 grades, at most 1.003x on heavy rows —
+    # a measured gap of that standard's lam, docs/methodology.md §14, not widened here)
+    r = numstd.grade(Norm, Norm, lambda: [torch.randn(16, 64)], trials=1, secret_seed=0)
     assert r.op == ("normalize", {"p": 1.0, "dim": 1, "eps": 1e-12})
     assert r.passed and any(s.startswith("NS-NORMALIZE-FP32@") for s in r.standards)
-    assert not numstd.grade(Norm, WrongP, lambda: [torch.randn(16, 64)], trials=1).passed
-    r = numstd.grade(Cos, Cos, lambda: [torch.randn(16, 64), torch.randn(16, 64)], trials=1)
+    assert not numstd.grade(Norm, WrongP, lambda: [torch.randn(16, 64)], trials=1, secret_seed=0).passed
+    r = numstd.grade(Cos, Cos, lambda: [torch.randn(16, 64), torch.randn(16, 64)], trials=1, secret_seed=0)
     assert r.op == ("cosine_similarity", {"dim": 1, "eps": 1e-8})
     assert r.passed and any(s.startswith("NS-COSINESIMILARITY-FP32@") for s in r.standards)
-    r = numstd.grade(Trip, Trip, lambda: [torch.randn(16, 32) for _ in range(3)], trials=1)
+    r = numstd.grade(Trip, Trip, lambda: [torch.randn(16, 32) for _ in range(3)], trials=1, secret_seed=0)
     assert r.op == ("triplet_margin_loss", {"margin": 0.5, "p": 2.0, "eps": 1e-6, "swap": True, "reduction": "mean"})
     assert r.passed and any(s.startswith("NS-TRIPLETMARGINLOSS-FP32@") for s in r.standards)
     r = numstd.grade(Emb, Emb, lambda: [torch.randn(16, 32), torch.randn(16, 32),
-                                        torch.randint(0, 2, (16,)).float() * 2 - 1], trials=1)
+                                        torch.randint(0, 2, (16,)).float() * 2 - 1], trials=1, secret_seed=0)
     assert r.op == ("cosine_embedding_loss", {"margin": 0.1, "reduction": "sum"})
     assert r.passed and any(s.startswith("NS-COSINEEMBEDDINGLOSS-FP32@") for s in r.standards)
 
