@@ -61,6 +61,37 @@ def test_shipped_defaults_resolve_for_every_op_and_16bit_format():
             assert s.policy in registry.DEFAULT_POLICY.get(fmt, ("fp32",))
 
 
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", ["amax", "amin", "argmax", "argmin", "max_pool1d"])
+def test_exact_ops_are_judged_bit_exact_under_a_declared_16bit_accumulation(op, fmt):
+    # a comparison loop rounds nothing, so the op's bit-exact standard holds under every policy: a
+    # kernel declaring 16-bit accumulation (jax under accumulate16) gets it, not StandardNotFound, and a
+    # result that is not the extremum still fails.  Truth: a sequential comparison loop over the rows.
+    import ml_dtypes
+
+    dt = ml_dtypes.bfloat16 if fmt == "bfloat16" else np.float16
+    x = np.random.default_rng(7).standard_normal((6, 40)).astype(dt)
+    params = {"kernel_size": 4} if op == "max_pool1d" else {"axis": -1}
+    if op == "max_pool1d":
+        out = x.reshape(6, 10, 4).max(-1)
+    else:
+        pick = max if op in ("amax", "argmax") else min
+        best = [pick(range(40), key=lambda j, r=r: (float(x[r, j]), -j if pick is max else j)) for r in range(6)]
+        out = np.array(best, np.int64) if op.startswith("arg") else x[np.arange(6), best]
+    v = check(out, op=op, inputs=[x], accumulate=fmt, **params)
+    assert v.passed and v.standard_id.endswith(("-BF16@1", "-FP16@1")), v.snippet()
+    bad = out.copy()
+    row = bad.reshape(6, -1)
+    row[2, 0] = (row[2, 0] + 1) % 40 if op.startswith("arg") else x[2, 3] if x[2, 3] != row[2, 0] else x[2, 2]
+    assert not check(bad, op=op, inputs=[x], accumulate=fmt, **params).passed
+    for rounding in ("batch_norm", "avg_pool1d", "sum"):  # an op that rounds needs a standard of that accumulation
+        try:
+            s = registry.find_standard(rounding, inputs=fmt, output=fmt, accumulate=fmt)
+        except StandardNotFound:
+            continue
+        assert s.accumulate.name == fmt and s.policy == "arith16"
+
+
 def _torch():
     return pytest.importorskip("torch", reason="the real-kernel policy tests run PyTorch's CPU kernels")
 

@@ -531,7 +531,10 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
     :data:`POLICIES`) keeps the standards of that precision policy; without it, the first policy of
     :data:`DEFAULT_POLICY` for the output format that has a match is used (``arith16`` when
     ``accumulate`` is a 16-bit format, else ``fp32`` for formats the mapping does not list).  Among
-    several matches of one policy the one marked ``default = true`` wins.
+    several matches of one policy the one marked ``default = true`` wins.  An exact op
+    (:attr:`numstd.ops.entry.OpInfo.exact`: amax, argmax, max pooling) rounds nothing, so its
+    bit-exact standards match whatever ``accumulate`` the call declares (an arith16 one first where
+    it exists, then the output format's default policies).
 
     Raises
     ------
@@ -540,7 +543,7 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
     """
     from ..ops.catalog import get_op
 
-    get_op(op)
+    exact = get_op(op).exact  # no rounding happens: its standards hold for every accumulation format
     in_fmts = [] if inputs is None else [get_format(f) for f in (inputs if isinstance(inputs, (list, tuple)) else [inputs])]
     out_fmt = get_format(output) if output is not None else None
     acc_fmt = get_format(accumulate) if accumulate is not None else None
@@ -554,7 +557,7 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
     def matches(s: Standard) -> bool:
         if out_fmt is not None and s.output != out_fmt:
             return False
-        if acc_fmt is not None and s.accumulate != acc_fmt:
+        if acc_fmt is not None and s.accumulate != acc_fmt and not exact:
             return False
         for want, got in zip(s.inputs, in_fmts):
             if want != got:
@@ -576,8 +579,8 @@ def find_standard(op: str, inputs: Any = None, output: Any = None, accumulate: A
                                  "(docs/methodology.md §2.1)")
         found = [s for s in found if s.policy == policy]
     elif found:
-        order = (("arith16",) if acc_fmt is not None and acc_fmt.p < 24 else
-                 DEFAULT_POLICY.get(out_fmt.name if out_fmt is not None else "", ("fp32",)))
+        defaults = DEFAULT_POLICY.get(out_fmt.name if out_fmt is not None else "", ("fp32",))
+        order = (("arith16",) + (defaults if exact else ()) if acc_fmt is not None and acc_fmt.p < 24 else defaults)
         for pol in order:
             if any(s.policy == pol for s in found):
                 found = [s for s in found if s.policy == pol]

@@ -155,6 +155,11 @@ class OpInfo:
         Ops whose output is an index (argmax, argmin): the op whose value the index must point to
         (``"amax"``).  ``check`` judges ``x`` at the returned indices as that op's output, against the
         standard's ``output`` format (the input's), plus the tie rule (:mod:`numstd.judge.indices`).
+    exact : bool
+        The result is one of the inputs, whatever the order of the kernel's comparisons (amax, amin,
+        argmax, argmin, max pooling): no rounding happens, so the op's bit-exact standards hold for
+        every accumulation format and precision policy, and the registry matches them whatever
+        ``accumulate`` a call declares (:func:`numstd.catalog.registry.find_standard`).
     """
 
     name: str
@@ -180,6 +185,7 @@ class OpInfo:
     variant_params: tuple[str, ...] = ()
     stored: Callable[[np.ndarray, Mapping[str, Any], Any], np.ndarray] | None = None
     index_of: str = ""
+    exact: bool = False
 
     @property
     def n_required(self) -> int:

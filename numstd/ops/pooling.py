@@ -144,7 +144,7 @@ def _max(d: int) -> OpInfo:
         "with -inf, dilation, ceil_mode) over the last {d} axes. Exact: the result is one of the inputs; NaN in a "
         "window gives NaN; the sign of a zero result is not judged."
     ).replace("{d}", str(d)), shape=_shape, reference="pooling:max_pool", corpus="pooling", check_params=_check,
-                 calls={"torch": Call(f"torch.nn.functional.max_pool{d}d", {k: k for k in _MAX_PARAMS})})
+                 exact=True, calls={"torch": Call(f"torch.nn.functional.max_pool{d}d", {k: k for k in _MAX_PARAMS})})
 
 
 def _avg(d: int) -> OpInfo:

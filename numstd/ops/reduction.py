@@ -83,7 +83,7 @@ def _extremum(name: str, np_name: str, what: str) -> OpInfo:
         f"format; NaN propagates (a reduced slice holding a NaN gives NaN); the sign of a zero result is not "
         f"judged ({np_name}(-0, +0) may be either zero); empty reduced axes are an error."
     ),
-        shape=_reduced_shape, reference="exact:extremum", corpus="extrema",
+        shape=_reduced_shape, reference="exact:extremum", corpus="extrema", exact=True,
         calls={"torch": Call(f"torch.{name}", {"dim": "axis", "keepdim": "keepdims"}),
                "jax": Call(f"jax.numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"}),
                "numpy": Call(f"numpy.{np_name}", {"axis": "axis", "keepdims": "keepdims"})})
@@ -113,7 +113,7 @@ def _arg_extremum(name: str, np_name: str, what: str) -> OpInfo:
         f"index of an element equal to it. NaN counts as the {what} (the first NaN's index). -0 and +0 are equal. "
         f"Judged: x at the returned index must be the exact {what} (bit-exact, as a{name[3:]}), and the tie rule."
     ),
-        shape=_reduced_shape, reference="exact:extremum", corpus="extrema",
+        shape=_reduced_shape, reference="exact:extremum", corpus="extrema", exact=True,
         param_checks={"axis": _index_axis, "ties": _ties}, index_of="a" + name[3:],
         calls={"torch": Call(f"torch.{name}", {"dim": "axis", "keepdim": "keepdims"}),
                "jax": Call(f"jax.numpy.{name}", {"axis": "axis", "keepdims": "keepdims"}),
