@@ -7,9 +7,9 @@ the worst legitimate order.  The worst common order is the sequential one (torch
 sums grow linearly, so its relative error ``sum_i delta_i s_i / S`` has a standard deviation of
 about ``u·sqrt(K)/4`` (u = 2^-24).  This script measures that standard deviation and the largest
 value over many rows, per K and input distribution, and writes ``benchmarks/results/seq_sum_tail.json``.
-NS-NORMALIZE-FP32@3 takes its ``lam`` floor from it (docs/methodology.md §14).
+NS-NORMALIZE-FP32@3 takes its ``lam`` floor from it (docs/methodology.md §2.4, §14).
 
-Run: ``python benchmarks/seq_sum_tail.py`` (about 1 minute on one core; seeded, deterministic).
+Run: ``python benchmarks/seq_sum_tail.py`` (about 4 minutes on one core; seeded, deterministic).
 """
 
 from __future__ import annotations
@@ -21,15 +21,23 @@ import numpy as np
 
 U = 2.0 ** -24
 KS = (16, 64, 256, 1000, 4096)
-DISTS = ("normal", "uniform", "heavy")
+DISTS = ("normal", "uniform", "heavy", "offset", "product", "exp")
 TOTAL = 2 * 10 ** 7  # terms per (K, distribution)
 
 
 def _draw(rng: np.random.Generator, dist: str, shape: tuple) -> np.ndarray:
+    """Non-negative terms: |N(0,1)|, U[0,1) (torch.rand), |t_2|, N(0,1) + 100 (the suites' offset rows),
+    U·U (the products of a matmul of torch.rand operands), exp(N(0,1)) (softmax's row sums)."""
     if dist == "normal":
         return np.abs(rng.standard_normal(shape))
     if dist == "uniform":
         return rng.random(shape)
+    if dist == "offset":
+        return rng.standard_normal(shape) + 100.0
+    if dist == "product":
+        return rng.random(shape) * rng.random(shape)
+    if dist == "exp":
+        return np.exp(rng.standard_normal(shape))
     return np.abs(rng.standard_t(2, shape))
 
 

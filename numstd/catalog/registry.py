@@ -72,7 +72,7 @@ _CRITERIA_KEYS = {
     "bound_max_fraction": float, "bias_tau": float, "bias_z": float, "bias_kappa": float, "ulp_max": float,
     "ulp_quantiles": dict, "output_rounding": list, "nan_policy": str, "signed_zero": bool, "bias_mode": str,
     "convex_hull": bool, "rounded_constants": bool, "stored_shift": bool, "intermediate_overflow": bool, "bias_min_n": int, "row_bias": bool,
-    "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "quantile_min_n": int, "bias_rows": bool,
+    "row_bias_tau": float, "row_bias_z": float, "row_bias_rel": float, "row_bias_drift": str, "quantile_min_n": int, "bias_rows": bool,
     "tail_n": int, "bias_rows_t": bool, "range_exit": bool,
 }
 def _tail_n(value: Any, where: str) -> int:
@@ -117,6 +117,7 @@ class Criteria:
     row_bias_tau: float = 0.0  # legitimate drift of the mean normalised signed row error (calibrated)
     row_bias_z: float = 6.0  # its noise allowance, in standard errors of the mean over rows
     row_bias_rel: float = 0.0  # declared systematic relative error of a group's shared operations, in u_acc
+    row_bias_drift: str = ""  # legitimate drift of a group's reduction, in u_acc, a formula in K (added to row_bias_rel)
     bias_rows: bool = False  # the bias standard error row-clustered over the scan axis (criteria.bias_standard_error)
     bias_rows_t: bool = False  # with bias_rows: Student-t critical value on R - 1 dof, untested below 2 rows
     quantile_min_n: int = 0  # NS-MODULE: below this many elements the ULP quantiles get the accumulation floor (grade.module_standard)
@@ -176,6 +177,15 @@ class Standard:
             "model": {"error": self.model.error.text, "rho": self.model.rho, "ftz": self.model.ftz,
                       "constants": dict(self.model.constants)},
         }
+
+
+def _drift_formula(text: str, where: str) -> str:
+    """``row_bias_drift``: a formula in ``K`` (checked here; evaluated by the judge), or empty."""
+    if text:
+        from ..models.formula import Formula
+
+        Formula.parse(text, {"K"}, f"{where} [criteria] row_bias_drift")
+    return text
 
 
 def _check_types(table: Mapping[str, Any], spec: Mapping[str, type], where: str) -> None:
@@ -279,6 +289,7 @@ def load_standard(data: bytes, path: str) -> Standard:
         row_bias_tau=float(crit_t.get("row_bias_tau", 0.0)),
         row_bias_z=float(crit_t.get("row_bias_z", 6.0)),
         row_bias_rel=float(crit_t.get("row_bias_rel", 0.0)),
+        row_bias_drift=_drift_formula(crit_t.get("row_bias_drift", ""), where),
         quantile_min_n=int(crit_t.get("quantile_min_n", 0)),
         bias_rows=bool(crit_t.get("bias_rows", False)),
         bias_rows_t=bool(crit_t.get("bias_rows_t", False)),

@@ -165,8 +165,9 @@ def chunk_pieces(std: Any, env: Any, ref: Any, actual: np.ndarray, chunk_index: 
         brows = (std.op, dict((getattr(ref, "params", {}) or {}) if params is None else params))
     if std.criteria.row_bias:
         groups = (std.op, dict((getattr(ref, "params", {}) or {}) if params is None else params))
-        if std.criteria.row_bias_rel:
-            groups += (std.accumulate.u,)
+        rel = row_bias_rel(std, ref)
+        if rel:
+            groups += (std.accumulate.u, rel)
     if rows <= step:
         return [_piece(std, env, ref.values, ref.error_bound, actual, chunk_index, shifts, groups, brows, tail)]
     p = next(k for k, sl in enumerate(chunk_index) if isinstance(sl, slice))  # chunk axis 0 in the output
@@ -280,6 +281,25 @@ def exit_split(mask: np.ndarray, actual: np.ndarray, ref: np.ndarray, out_fmt: A
     return free, edge
 
 
+def row_bias_rel(std: Any, ref: Any) -> float:
+    """The systematic relative error, in ``u_acc``, that the ``row_bias`` test allows a group:
+    ``row_bias_rel`` (the group's shared operations) plus ``row_bias_drift`` evaluated at ``K``, the
+    reference's reduction length (its aux ``K``, the largest where it varies; 1 without one).
+
+    ``row_bias_drift`` models the drift of a legitimate summation order itself: a sequential
+    round-to-nearest sum of one-signed terms drifts negative as it grows, measured by
+    ``benchmarks/seq_sum_drift.py`` (docs/methodology.md §2.4)."""
+    rel = float(std.criteria.row_bias_rel)
+    text = getattr(std.criteria, "row_bias_drift", "")
+    if text:
+        from ..models.formula import Formula
+
+        k = (getattr(ref, "aux", None) or {}).get("K")
+        kmax = float(np.max(k)) if k is not None and np.size(k) else 1.0
+        rel += float(Formula.parse(text, {"K"}, "row_bias_drift").evaluate({"K": kmax}))
+    return rel
+
+
 def row_groups(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, int]:
     """The groups of outputs that share an error, for the ``row_bias`` criterion: ``(L, inner)``,
     so that output element with flat (C-order) index ``f`` belongs to group
@@ -313,6 +333,7 @@ class RowBias:
     sd: float
     length: int
     unit: float = math.nan
+    rel: float = math.nan  # the allowed shared relative error in u_acc (criteria.row_bias_rel); nan: the standard's
 
 
 def scan_rows(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, int]:
@@ -654,6 +675,7 @@ class Judge:
         # closed groups: count, Σ t_g (2^-30), Σ t_g (2^-20) and Σ t_g² (2^-40), exact integers
         self._groups: tuple[int, int] | None = None
         self._rel = False  # the groups carry u_acc·|r|/B (row_bias_rel)
+        self._row_rel = math.nan  # the allowed shared relative error with row_bias_drift's K (criteria.row_bias_rel)
         self._rws = np.empty((2, 0))  # row_bias temporaries, reused across chunks
         self._open: dict[int, list] = {}
         self._rows = [0, 0, 0, 0, 0]  # (+ Σ of the groups' mean u_acc·|r|/B, 2^-30, with row_bias_rel)
@@ -912,6 +934,7 @@ class Judge:
         once all its ``L`` elements have been seen, in this chunk or across chunks."""
         if self._groups is None:
             self._groups = row_groups(groups[0], groups[1], self.shape)
+            self._row_rel = float(groups[3]) if len(groups) > 3 else math.nan
         length, inner = self._groups
         n = a.size
         if a.dtype not in (np.float32, np.float64):  # (16-bit outputs: widened exactly)
@@ -1000,6 +1023,7 @@ class Judge:
         ``length``), the segments' first positions, the chunk's first flat index."""
         if self._groups is None:
             self._groups = row_groups(groups[0], groups[1], self.shape)
+            self._row_rel = float(groups[3]) if len(groups) > 3 else math.nan
         length, inner = self._groups
         if inner != 1:
             return None
@@ -1077,11 +1101,12 @@ class Judge:
         self._open.clear()
         n, s30, s20, q20, d30 = self._rows
         if n == 0:
-            return RowBias(0, math.nan, math.nan, self._groups[0])
+            return RowBias(0, math.nan, math.nan, self._groups[0], rel=self._row_rel)
         mean = s30 / n / 2.0**_ROW_BITS
         sd = math.sqrt(max(0, n * q20 - s20 * s20) / (n * (n - 1))) / 2.0**(_ROW_BITS - _ROW_SQ_SHIFT) \
             if n > 1 else math.nan
-        return RowBias(n, mean, sd, self._groups[0], d30 / n / 2.0**_ROW_BITS if self._rel else math.nan)
+        return RowBias(n, mean, sd, self._groups[0], d30 / n / 2.0**_ROW_BITS if self._rel else math.nan,
+                       self._row_rel)
 
     def _workspace(self, n: int) -> dict:
         """Output arrays of the compiled judge, reused across chunks (grown when a chunk is larger)."""
@@ -1266,10 +1291,10 @@ def _row_bias_result(c: Any, rb: "RowBias | None") -> CriterionResult:
         return CriterionResult("row_bias", True, 0.0, math.inf,
                                f"not tested at the row level: {n} group(s) with a finite nonzero reference "
                                "(the across-group spread needs at least 2)")
-    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb, c.row_bias_rel)
+    r = rb.rel if rb.rel == rb.rel else c.row_bias_rel  # (with row_bias_drift: the drift at this K added)
+    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb, r)
     what = f"rows of {rb.length:,}" if rb.length > 1 else "outputs (one reduction each)"
-    rel = (f" + {c.row_bias_rel:g}·{rb.unit:.3g}, a shared relative error of {c.row_bias_rel:g} u_acc"
-           if c.row_bias_rel else "")
+    rel = (f" + {r:.3g}·{rb.unit:.3g}, a shared relative error of {r:.3g} u_acc" if r else "")
     return CriterionResult(
         "row_bias", abs(rb.mean) <= limit, rb.mean, limit,
         f"mean normalised signed error (a − r)·sign(r)/B {rb.mean:+.4f} over {rb.rows:,} {what}, across-group sd "
