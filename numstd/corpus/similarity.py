@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core.formats import FORMATS, Format
 from . import with_causes
-from ._common import FP32_ONLY, Work, f64, finish, from_torch, registrar, row_sum, to_torch, torch_same_format
+from ._common import ARITH16, FP32_ONLY, Work, f64, finish, from_torch, registrar, row_sum, to_torch, torch_same_format
 
 __all__ = ["VARIANTS"]
 
@@ -518,6 +518,109 @@ _tr("norm-fp16-accumulation", "accumulation-precision", False, "the distances' r
 _tr("zeros", "zeros", False, "returns zeros", observable=True)(
     lambda inputs, params, acc, out: np.zeros(np.shape(inputs[0])[:1]) if params.get("reduction", "mean") == "none"
     and np.ndim(inputs[0]) == 2 else np.asarray(0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# XLA CPU's 16-bit arithmetic (the arith16 policy)
+# ---------------------------------------------------------------------------------------------
+
+_F32 = np.float32
+
+
+def _xla_recip(x: np.ndarray, p: float, eps: float, w: Work) -> np.ndarray:
+    """XLA CPU's ``1 / max(||x||_p, eps)`` of 16-bit rows ``x`` (last axis; jax 0.10.2, compiled HLO):
+    the terms ``x²`` (p = 2; exact in fp32 for bf16, ``RN16(x·x)`` for fp16, which keeps fp16
+    elementwise ops in fp16) or ``|x|`` summed in fp32 (YNNPACK's reduce), the sum stored
+    ``s16 = RN16(s)``, ``n = RN16(sqrt(s16))`` (p = 2), ``den = max(n, RN16(eps))``, then the
+    reciprocal ``RN32(1/den)`` (bf16: upcast between the roundings XLA keeps) or ``RN16(1/den)`` (fp16)."""
+    fp16 = w.fmt.name == "float16"
+    xf = np.asarray(x, dtype=_F32)
+    t = xf * xf if p == 2.0 else np.abs(xf)
+    if fp16:
+        t = w.q(t)
+    s16 = w.q(np.sum(np.asarray(t, dtype=_F32), axis=-1, keepdims=True, dtype=_F32))
+    n = w.q(np.sqrt(np.asarray(s16, dtype=_F32))) if p == 2.0 else s16
+    den = np.maximum(np.asarray(n, dtype=_F32), _F32(w.c(eps)))
+    r = _F32(1.0) / den
+    return w.q(r) if fp16 else r
+
+
+def xla_normalize16(x: np.ndarray, p: float, eps: float, w: Work, last: Work | None = None) -> np.ndarray:
+    """XLA CPU's 16-bit ``x / max(||x||_p, eps)`` (``jnp``: numstd.backends.similarity), rows last:
+    ``RN16(x · r)`` with :func:`_xla_recip`'s ``r`` (XLA rewrites the division by the broadcast norm
+    into a multiply by its reciprocal).  Bit for bit jax 0.10.2 on CPU (tests/test_arith16_sim.py).
+    ``last``: the arithmetic of that final rounding (the bug ``xla-truncation``: RTZ)."""
+    return (last or w).q(np.asarray(x, dtype=_F32) * _xla_recip(x, p, eps, w))
+
+
+#: the input size from which XLA CPU (jax 0.10.2) hands a reduce to YNNPACK (``__ynn_fusion``, compiled HLO:
+#: 4095 elements stay an XLA loop fusion, 4096 go to YNNPACK; a reduced axis of length 1 never does)
+YNN_MIN_SIZE = 4096
+
+
+def xla_cosine16(a: np.ndarray, b: np.ndarray, eps: float, w: Work, size: int | None = None,
+                 last: Work | None = None) -> np.ndarray:
+    """XLA CPU's 16-bit cosine_similarity (normalise-then-dot), rows last: ``x̂ = x · r`` per vector
+    (:func:`xla_normalize16`'s ``r``), the products ``x̂1·x̂2`` summed in fp32 and rounded once to the
+    16-bit type.  fp16: ``x̂ = RN16(x·r)`` and the products ``RN16`` (XLA keeps fp16 elementwise ops in
+    fp16).  bf16: the products are formed in fp32 inside the reduce's fusion; there the HLO rounds
+    ``x̂`` to bf16 (convert pair), which XLA's own loop fusion does (inputs of fewer than
+    :data:`YNN_MIN_SIZE` elements, ``size``) and YNNPACK's fused reduce does not (larger inputs:
+    ``x̂`` stays fp32, measured bit for bit).  Bit for bit jax 0.10.2 on CPU (tests/test_arith16_sim.py)."""
+    size = a.size if size is None else size
+    if w.fmt.name == "float16" or size < YNN_MIN_SIZE or a.shape[-1] <= 1:
+        h1, h2 = xla_normalize16(a, 2.0, eps, w), xla_normalize16(b, 2.0, eps, w)
+    else:
+        h1 = np.asarray(a, dtype=_F32) * _xla_recip(a, 2.0, eps, w)
+        h2 = np.asarray(b, dtype=_F32) * _xla_recip(b, 2.0, eps, w)
+    prod = np.asarray(h1, dtype=_F32) * np.asarray(h2, dtype=_F32)
+    if w.fmt.name == "float16":
+        prod = w.q(prod)
+    return (last or w).q(np.sum(np.asarray(prod, dtype=_F32), axis=-1, dtype=_F32))
+
+
+def _nz_xla(mode: str) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        x0 = np.asarray(inputs[0])
+        d = params.get("dim", 1) % x0.ndim
+        w = Work(acc)
+        with np.errstate(all="ignore"):
+            y = xla_normalize16(w.load(_last(x0, d)), params.get("p", 2.0), params.get("eps", 1e-12), w,
+                                Work(acc, mode))
+        return finish(np.moveaxis(f64(y), -1, d), out)
+
+    return run
+
+
+def _cs_xla(mode: str) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        x1 = np.asarray(inputs[0])
+        d = params.get("dim", 1) % x1.ndim
+        w = Work(acc)
+        with np.errstate(all="ignore"):
+            y = xla_cosine16(w.load(_last(x1, d)), w.load(_last(inputs[1], d)), params.get("eps", 1e-8), w,
+                             size=x1.size, last=Work(acc, mode))
+        return finish(f64(y), out)
+
+    return run
+
+
+variant("normalize", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit normalize (jax 0.10.2): the terms x² (fp16: RN16(x·x)) or |x| summed in fp32, the sum "
+        "stored in 16 bits, RN16(sqrt), max with RN16(eps), the reciprocal (bf16 RN32, fp16 RN16), RN16(x · r); "
+        "16-bit arithmetic only", acc_formats=ARITH16)(_nz_xla("rne"))
+variant("normalize", "xla-truncation", "truncation", False,
+        "XLA CPU's 16-bit normalize with its last rounding, RN16(x · r), toward zero (16-bit arithmetic only: "
+        "the arith16 standards' truncation bug)", acc_formats=ARITH16, observable=_obs(True))(_nz_xla("rtz"))
+variant("cosine_similarity", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit cosine_similarity (jax 0.10.2): each vector normalised as XLA's 16-bit normalize "
+        "(bf16: x · r kept in fp32 inside YNNPACK's fused reduce, inputs of 4096 elements or more), the products "
+        "(fp16: RN16) summed in fp32, rounded once to 16 bits; 16-bit arithmetic only",
+        acc_formats=ARITH16)(_cs_xla("rne"))
+variant("cosine_similarity", "xla-truncation", "truncation", False,
+        "XLA CPU's 16-bit cosine_similarity with its last rounding (the fp32 sum to 16 bits) toward zero "
+        "(16-bit arithmetic only: the arith16 standards' truncation bug)", acc_formats=ARITH16,
+        observable=_obs(True))(_cs_xla("rtz"))
 
 
 # ---------------------------------------------------------------------------------------------
