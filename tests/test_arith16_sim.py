@@ -1,5 +1,6 @@
 """arith16 standards of the similarity ops XLA CPU computes with 16-bit steps (docs/methodology.md §2.1):
-normalize and cosine_similarity in bf16 and fp16.
+normalize and cosine_similarity in bf16 and fp16, cosine_embedding_loss and triplet_margin_loss in bf16
+(their fp16 models equal jax bit for bit too; docs/calibration.md says why they are not published).
 
 Independent truth: jax 0.10.2's own CPU kernels (the corpus' ``xla-arith16`` models must equal them bit
 for bit; their outputs on fresh suite seeds must pass ``check(..., accumulate=<16-bit>)``), planted bugs
@@ -20,8 +21,12 @@ from numstd.ops.catalog import validate
 
 FMTS = ("bfloat16", "float16")
 TAG = {"bfloat16": "BF16", "float16": "FP16"}
-STD = {"normalize": "NS-NORMALIZE-{}-ARITH16", "cosine_similarity": "NS-COSINESIMILARITY-{}-ARITH16"}
+STD = {"normalize": "NS-NORMALIZE-{}-ARITH16", "cosine_similarity": "NS-COSINESIMILARITY-{}-ARITH16",
+       "cosine_embedding_loss": "NS-COSINEEMBEDDINGLOSS-{}-ARITH16", "triplet_margin_loss": "NS-TRIPLETMARGINLOSS-{}-ARITH16"}
 OPS = tuple(STD)
+LOSSES = ("cosine_embedding_loss", "triplet_margin_loss")
+#: the published (op, format) pairs
+PUBLISHED = [(op, f) for op in OPS for f in FMTS if not (op in LOSSES and f == "float16")]
 #: the calibration used the suites' seeds 0 and 1; these are fresh
 FRESH = (90, 91, 92)
 
@@ -37,13 +42,23 @@ def _jax():
     return get("jax:cpu")
 
 
-def _params(op, p=2.0):
+def _params(op, p=2.0, reduction="mean"):
+    if op == "cosine_embedding_loss":
+        return {"margin": 0.2, "reduction": reduction}
+    if op == "triplet_margin_loss":
+        return {"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": True, "reduction": reduction}
     return {"dim": 1, "eps": 1e-2, "p": p} if op == "normalize" else {"dim": 1, "eps": 1e-2}
 
 
 def _cases(op, fmt):
-    """Shapes on both sides of YNNPACK's 4096-element threshold (bf16 cosine_similarity keeps x̂ in fp32
-    above it), a reduced axis that is not the last, and p = 1 and 2."""
+    """Shapes on both sides of YNNPACK's 4096-element threshold (bf16 cosine_similarity and triplet_margin_loss
+    keep intermediates in fp32 above it), a reduced axis that is not the last, p = 1 and 2, the reductions."""
+    if op in LOSSES:
+        for shape in ((5, 3), (7,), (64, 16), (100, 64), (8, 2048)):
+            for dist in ("normal", "heavy", "offset"):
+                for red in ("mean", "sum", "none"):
+                    yield make_case(op, shape, dist, 3, [fmt], _params(op, reduction=red))
+        return
     ps = (2.0, 1.0) if op == "normalize" else (2.0,)
     for shape in ((3, 5), (2, 2047), (2, 2049), (64, 64), (4, 64, 16), (16, 1000)):
         for dist in ("normal", "heavy", "wide"):
@@ -63,11 +78,10 @@ def test_xla_model_equals_jax_bit_for_bit(op, fmt):
         same = (want == got) | (np.isnan(want) & np.isnan(got))
         assert same.all(), f"{c.id} p={c.params.get('p')}: {int((~same).sum())} of {same.size} differ"
         n += same.size
-    assert n > (10_000 if op == "normalize" else 400)  # (a cosine has one output per vector pair)
+    assert n > {"normalize": 10_000, "cosine_similarity": 400}.get(op, 500)  # (one output per vector pair or row)
 
 
-@pytest.mark.parametrize("fmt", FMTS)
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op,fmt", PUBLISHED)
 def test_accumulate16_resolves_to_the_arith16_standard(op, fmt):
     c = cases_for(numstd.get_standard(STD[op].format(TAG[fmt]) + "@1"), seeds=[90])[0]
     x = np.asarray(_variant(op, "xla-arith16")(c.inputs, c.params, out=fmt, acc=fmt))
@@ -76,17 +90,20 @@ def test_accumulate16_resolves_to_the_arith16_standard(op, fmt):
     assert v.passed, v
 
 
-@pytest.mark.parametrize("fmt", FMTS)
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op,fmt", PUBLISHED)
 def test_jax_passes_on_fresh_seeds_and_bugs_fail(op, fmt):
-    """jax's own kernel passes the arith16 standard on fresh seeds of its suite (and normalize with p = 1 on
-    the same draws); XLA's arithmetic with its last rounding truncated and zeros fail on some of them."""
+    """jax's own kernel passes the arith16 standard on fresh seeds of its suite (and normalize with p = 1, the
+    losses with reduction='none', on some of the same draws); zeros fail everywhere, XLA's arithmetic with its
+    last rounding truncated (normalize, cosine_similarity) and the margin's sign flipped (losses) on some."""
     jb = _jax()
     std = numstd.get_standard(STD[op].format(TAG[fmt]) + "@1")
     cases = cases_for(std, seeds=FRESH[:1])
     if op == "normalize":
         cases += [make_case(op, c.shape, c.distribution, c.seed, [fmt], dict(c.params, p=1.0)) for c in cases[::3]]
-    caught = {"xla-truncation": 0, "zeros": 0}
+    if op in LOSSES:
+        cases += [make_case(op, c.shape, c.distribution, c.seed, [fmt], dict(c.params, reduction="none"))
+                  for c in cases[::3]]
+    caught = {"xla-truncation" if op not in LOSSES else "margin-sign": 0, "zeros": 0}
     for c in cases:
         y = jb.run(op, c.inputs, **c.params)
         v = numstd.check(y, op=op, inputs=c.inputs, accumulate=fmt, **c.params)
@@ -96,7 +113,10 @@ def test_jax_passes_on_fresh_seeds_and_bugs_fail(op, fmt):
             caught[name] += not numstd.check(b, op=op, inputs=c.inputs, accumulate=fmt, **c.params).passed
     assert caught["zeros"] == len(cases)
     # (the bias test needs many outputs: a cosine case has one per row, caught on the 1024-row cases)
-    assert caught["xla-truncation"] >= (len(cases) // 4 if op == "normalize" else 1), caught
+    if op in LOSSES:
+        assert caught["margin-sign"] >= len(cases) // 4, caught
+    else:
+        assert caught["xla-truncation"] >= (len(cases) // 4 if op == "normalize" else 1), caught
 
 
 @pytest.mark.parametrize("fmt", FMTS)

@@ -623,6 +623,132 @@ variant("cosine_similarity", "xla-truncation", "truncation", False,
         observable=_obs(True))(_cs_xla("rtz"))
 
 
+def _xla_reduce(loss: np.ndarray, reduction: str, w: Work, last: Work | None = None) -> np.ndarray:
+    """XLA CPU's mean / sum of 16-bit losses: accumulated in fp32 (reduce-window blocks of 32, then their
+    sum), the mean as the sum times ``RN32(1/N)``, one rounding to the 16-bit type (``last``: its mode)."""
+    if reduction == "none":
+        return loss
+    s = np.sum(np.asarray(loss, dtype=_F32).reshape(-1), dtype=_F32)
+    if reduction == "mean":
+        s = _F32(s * _F32(1.0 / max(loss.size, 1)))
+    return (last or w).q(np.asarray(s, dtype=_F32))
+
+
+def xla_cel16(a: np.ndarray, b: np.ndarray, t: np.ndarray, margin: float, reduction: str, w: Work,
+              last: Work | None = None) -> np.ndarray:
+    """XLA CPU's 16-bit cosine_embedding_loss (numstd.backends.similarity's jnp formula, jax 0.10.2, compiled
+    HLO), rows ``(N, D)``: the products ``x1·x2``, ``x1²``, ``x2²`` (exact in fp32 for bf16, ``RN16`` for fp16)
+    summed in fp32 and stored in 16 bits; ``m = RN16(s + RN16(1e-12))`` (in fp16 the constant is 0 and the
+    addition is folded away); ``q = RN16(m1·m2)``; bf16 ``cos = RN16(w12 / RN16(sqrt q))``, fp16
+    ``cos = RN16(w12 · RN16(rsqrt q))`` (XLA rewrites the division by the square root); the losses
+    ``RN16(1 − cos)`` and ``max(RN16(cos + RN16(−margin)), 0)``; the mean or sum of :func:`_xla_reduce`."""
+    fp16 = w.fmt.name == "float16"
+    af, bf = np.asarray(a, dtype=_F32), np.asarray(b, dtype=_F32)
+
+    def rowsum(t_: np.ndarray) -> np.ndarray:
+        return w.q(np.sum(np.asarray(w.q(t_) if fp16 else t_, dtype=_F32), axis=-1, dtype=_F32))
+
+    w12, s1, s2 = rowsum(af * bf), rowsum(af * af), rowsum(bf * bf)
+    e = _F32(w.c(1e-12))
+    m1, m2 = w.q(np.asarray(s1, dtype=_F32) + e), w.q(np.asarray(s2, dtype=_F32) + e)
+    q = np.asarray(w.q(np.asarray(m1, dtype=_F32) * np.asarray(m2, dtype=_F32)), dtype=_F32)
+    if fp16:
+        cos = w.q(np.asarray(w12, dtype=_F32) * np.asarray(w.q(_F32(1.0) / np.sqrt(q)), dtype=_F32))
+    else:
+        cos = w.q(np.asarray(w12, dtype=_F32) / np.asarray(w.q(np.sqrt(q)), dtype=_F32))
+    cos = np.asarray(cos, dtype=_F32)
+    l1 = w.q(_F32(1.0) - cos)
+    ln = np.maximum(np.asarray(w.q(cos + _F32(w.c(-margin))), dtype=_F32), _F32(0.0))
+    loss = np.where(np.asarray(t).reshape(-1) == 1, l1, ln)
+    return _xla_reduce(loss, reduction, w, last)
+
+
+def _ce_xla(mode: str) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        w = Work(acc)
+        a, b = (w.load(np.atleast_2d(f64(x))) for x in inputs[:2])
+        with np.errstate(all="ignore"):
+            y = xla_cel16(a, b, f64(inputs[2]), params.get("margin", 0.0), params.get("reduction", "mean"), w,
+                          Work(acc, mode))
+        y = f64(y)
+        return finish(y.reshape(()) if np.ndim(inputs[0]) == 1 and y.size == 1 else y, out)
+
+    return run
+
+
+variant("cosine_embedding_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit cosine_embedding_loss (jax 0.10.2): fp32 row sums of the products (fp16: RN16) stored in "
+        "16 bits, RN16 of every elementwise step (bf16 w12 / sqrt, fp16 w12 · rsqrt), the losses summed in fp32; "
+        "16-bit arithmetic only", acc_formats=ARITH16)(_ce_xla("rne"))
+variant("cosine_embedding_loss", "xla-truncation", "truncation", False,
+        "XLA CPU's 16-bit cosine_embedding_loss with its last rounding toward zero (16-bit arithmetic only)",
+        acc_formats=ARITH16, observable=_obs(True))(_ce_xla("rtz"))
+
+
+def xla_triplet16(a: np.ndarray, pos: np.ndarray, neg: np.ndarray, margin: float, p: float, eps: float, swap: bool,
+                  reduction: str, w: Work, size: int | None = None, last: Work | None = None) -> np.ndarray:
+    """XLA CPU's 16-bit triplet_margin_loss (numstd.backends.similarity's jnp formula, jax 0.10.2, compiled HLO),
+    rows ``(N, D)``: ``t = RN16(RN16(x − y) + RN16(eps))`` and its ``t²`` (p = 2; fp16 ``RN16``, bf16 exact in
+    fp32) or ``|t|`` summed in fp32, stored in 16 bits, ``d = RN16(sqrt)``; ``RN16(RN16(margin + d_pos) −
+    d_neg)`` (``swap``: ``d_neg = min(d_neg, d_swap)``), ``max(·, 0)``, the mean or sum of :func:`_xla_reduce`.
+    bf16 inputs of :data:`YNN_MIN_SIZE` elements or more (``size``): ``t`` and ``t²`` are formed inside
+    YNNPACK's fused reduce, which keeps them in fp32 (the HLO's convert pairs are not applied, measured)."""
+    fp16 = w.fmt.name == "float16"
+    size = a.size if size is None else size
+    keep = fp16 or size < YNN_MIN_SIZE or a.shape[-1] <= 1
+    qe = w.q if keep else (lambda v: np.asarray(v, dtype=_F32))
+    e = _F32(w.c(eps))
+
+    def dist(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        t = np.asarray(qe(np.asarray(qe(np.asarray(x, dtype=_F32) - np.asarray(y, dtype=_F32)), dtype=_F32) + e),
+                       dtype=_F32)
+        if p == 2.0:
+            terms = t * t
+        elif p == 1.0:
+            terms = np.abs(t)
+        else:
+            terms = np.abs(t) ** _F32(p)
+        if fp16:
+            terms = w.q(terms)
+        s16 = np.asarray(w.q(np.sum(np.asarray(terms, dtype=_F32), axis=-1, dtype=_F32)), dtype=_F32)
+        if p == 2.0:
+            return np.asarray(w.q(np.sqrt(s16)), dtype=_F32)
+        if p == 1.0:
+            return s16
+        return np.asarray(w.q(s16 ** _F32(w.c(1.0 / p))), dtype=_F32)
+
+    d_pos, d_neg = dist(a, pos), dist(a, neg)
+    if swap:
+        d_neg = np.minimum(d_neg, dist(pos, neg))
+    first = np.asarray(w.q(_F32(w.c(margin)) + d_pos), dtype=_F32)
+    loss = np.maximum(np.asarray(w.q(first - d_neg), dtype=_F32), _F32(0.0))
+    return _xla_reduce(loss, reduction, w, last)
+
+
+def _tr_xla(mode: str) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        w = Work(acc)
+        a, pos, neg = (w.load(np.atleast_2d(f64(x))) for x in inputs[:3])
+        with np.errstate(all="ignore"):
+            y = xla_triplet16(a, pos, neg, params.get("margin", 1.0), params.get("p", 2.0), params.get("eps", 1e-6),
+                              bool(params.get("swap", False)), params.get("reduction", "mean"), w, size=np.size(inputs[0]),
+                              last=Work(acc, mode))
+        y = f64(y)
+        return finish(y.reshape(()) if np.ndim(inputs[0]) == 1 and y.size == 1 else y, out)
+
+    return run
+
+
+variant("triplet_margin_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit triplet_margin_loss (jax 0.10.2): RN16(RN16(x − y) + eps) (bf16: fp32 inside YNNPACK's "
+        "fused reduce from 4096 input elements), the p-th powers (fp16: RN16) summed in fp32 and stored in 16 bits, "
+        "RN16 of the root, the margin and the difference, the losses summed in fp32; 16-bit arithmetic only",
+        acc_formats=ARITH16)(_tr_xla("rne"))
+variant("triplet_margin_loss", "xla-truncation", "truncation", False,
+        "XLA CPU's 16-bit triplet_margin_loss with its last rounding toward zero (16-bit arithmetic only)",
+        acc_formats=ARITH16, observable=_obs(True))(_tr_xla("rtz"))
+
+
 # ---------------------------------------------------------------------------------------------
 # torch CPU (default threads and one thread)
 # ---------------------------------------------------------------------------------------------
