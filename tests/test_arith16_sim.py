@@ -161,3 +161,20 @@ def test_rows_alike_share_xlas_norm_rounding():
     x = np.asarray(_variant("normalize", "xla-arith16")(c.inputs, c.params, out="float16", acc="float16"))
     v = numstd.check(x, op="normalize", inputs=c.inputs, accumulate="float16", **c.params)
     assert v.passed and abs(v.ulp.mean_signed) > 0.3, (v.passed, v.ulp.mean_signed)
+
+
+def test_fp16_subnormal_squares_need_their_term():
+    """Heavy rows scaled by 1e-4 whose norm is just above eps: every fp16 square is subnormal and XLA's norm errs
+    by 35 u16 (16x1000/heavy/s90), which the term absref·K·tiny_out/(2·den²) covers: the output passes, and its
+    error beyond the final rounding exceeds the model's c·u16·|y| alone more than fivefold."""
+    jb = _jax()
+    std = numstd.get_standard("NS-NORMALIZE-FP16-ARITH16@1")
+    c = make_case("normalize", (16, 1000), "heavy", 90, ["float16"], dict(std.suite["params"]))
+    y = np.asarray(jb.run("normalize", c.inputs, **c.params)).astype(np.float64)
+    assert numstd.check(y.astype(np.float16), op="normalize", inputs=c.inputs, accumulate="float16", **c.params).passed
+    r = numstd.reference("normalize", c.inputs, **c.params).values
+    from numstd.core.ulp import ulp
+
+    excess = np.abs(y - r) - 0.5 * ulp(r, std.output)  # beyond the final rounding
+    c_fit = std.model.constants["c"]
+    assert np.max(excess / (c_fit * 2.0 ** -11 * np.abs(r) + 1e-300)) > 5  # (35 u16 / c = 3.3)
