@@ -457,7 +457,9 @@ def constant_shifts(std: Any, ref: Any) -> dict[str, np.ndarray] | None:
     inputs) share its sign, so torch's own bf16 normalize has a mean error of +0.59 ulp there (16
     rows of 2048: beyond the row-clustered allowance ±0.49, whose rows are not independent draws of
     that shift).  The candidate's mean may lie at 0 or at that shift (a kernel that stores or one
-    that does not), relative to the correctly rounded output's.
+    that does not), relative to the correctly rounded output's.  Standards with a 16-bit accumulate
+    (policy arith16) use :attr:`numstd.ops.OpInfo.stored16_arith` where the op has one (XLA CPU's
+    16-bit normalize rounds its row sum, square root, clamp and reciprocal: four shared roundings).
     """
     stored = getattr(std.criteria, "stored_shift", False)
     constants = getattr(std.criteria, "rounded_constants", False)
@@ -471,9 +473,12 @@ def constant_shifts(std: Any, ref: Any) -> dict[str, np.ndarray] | None:
         d0 = base - ref.values
     out: dict[str, np.ndarray] = {ROUNDED: np.where(np.isfinite(d0), d0, 0.0)}
     op = get_op(std.op)
-    if stored and op.stored is not None:  # the intermediates a 16-bit kernel stores (OpInfo.stored)
+    fn = op.stored
+    if getattr(std.accumulate, "p", 24) < 24 and op.stored16_arith is not None:  # arith16: XLA's shared roundings
+        fn = op.stored16_arith
+    if stored and fn is not None:  # the intermediates a 16-bit kernel stores (OpInfo.stored)
         with np.errstate(all="ignore"):
-            d = round_to(np.asarray(op.stored(ref.values, ref.aux, std.output), dtype=np.float64), std.output) - base
+            d = round_to(np.asarray(fn(ref.values, ref.aux, std.output), dtype=np.float64), std.output) - base
         out[STORED] = np.where(np.isfinite(d), d, 0.0)
     if not constants or not op.constants or op.ref is None or "x" not in ref.aux:
         return out

@@ -151,6 +151,11 @@ class OpInfo:
         ``y·n/RN16(n)``).  A stored intermediate shared by many elements (one norm per row) shifts
         them all one way; standards whose criteria set ``stored_shift`` allow that systematic error
         in the bias test like a rounded constant's (:func:`numstd.judge.criteria.constant_shifts`).
+    stored16_arith : callable, optional
+        arith16 ops: as ``stored``, for standards with a 16-bit ``accumulate`` (policy arith16): the
+        reference recomputed with the roundings XLA CPU's 16-bit kernel applies to the values a row
+        shares (normalize: the stored sum, its square root, the clamp and the reciprocal), computed from
+        the exact shared value; their ``stored_shift`` uses it instead of ``stored``.
     index_of : str
         Ops whose output is an index (argmax, argmin): the op whose value the index must point to
         (``"amax"``).  ``check`` judges ``x`` at the returned indices as that op's output, against the
@@ -184,6 +189,7 @@ class OpInfo:
     spill: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray] | None = None
     variant_params: tuple[str, ...] = ()
     stored: Callable[[np.ndarray, Mapping[str, Any], Any], np.ndarray] | None = None
+    stored16_arith: Callable[[np.ndarray, Mapping[str, Any], Any], np.ndarray] | None = None
     index_of: str = ""
     exact: bool = False
 

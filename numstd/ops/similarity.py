@@ -103,6 +103,27 @@ def _normalize_stored(values: np.ndarray, aux: Mapping[str, Any], fmt: Any) -> n
         return values * (den / np.asarray(round_to(den, fmt), dtype=np.float64))
 
 
+def _normalize_xla16(values: np.ndarray, aux: Mapping[str, Any], fmt: Any) -> np.ndarray:
+    """normalize with XLA CPU's 16-bit roundings of the row's shared values (numstd.corpus.similarity's
+    xla-arith16), from the exact sum ``s`` (``den²`` for p = 2, ``den`` for p = 1, where the norm wins the
+    clamp): ``den16 = max(RN16(sqrt(RN16(s))), RN16(eps))``, ``r = RN(1/den16)`` (fp16: RN16, bf16: fp32),
+    ``y·den·r``."""
+    from ..core.formats import FORMATS, round_to
+
+    def rn(v: Any, f: Any) -> np.ndarray:
+        return np.asarray(round_to(np.asarray(v, dtype=np.float64), f), dtype=np.float64)
+
+    den = np.asarray(aux["den"], dtype=np.float64)
+    p, eps = float(np.asarray(aux["p"])), float(np.asarray(aux["eps"]))
+    with np.errstate(all="ignore"):
+        s16 = rn(den * den if p == 2.0 else den, fmt)
+        n16 = rn(np.sqrt(s16), fmt) if p == 2.0 else s16
+        e16 = float(rn(eps, fmt))
+        den16 = np.where(den > eps, np.maximum(n16, e16), e16)
+        r = rn(1.0 / den16, fmt if fmt.name == "float16" else FORMATS["float32"])
+        return values * (den * r)
+
+
 def _normalize_shape(spec: OpInfo, a: list, p: Mapping[str, Any]) -> tuple[int, ...]:
     reduced_dim(spec.name, p["dim"], a[0].ndim)
     return tuple(a[0].shape)
@@ -199,8 +220,8 @@ ENTRIES: tuple[OpInfo, ...] = (
     entry("normalize", "normalization", ("input",), 0, {"p": 2.0, "dim": 1, "eps": 1e-12}, (
         "y = x / max(||x||_p, eps) along dim (torch.nn.functional.normalize), p = 1 or 2; output of input's shape."
     ),
-          shape=_normalize_shape, reference="similarity:normalize", corpus="similarity", terms=("K",),
-          param_checks={"p": _norm_p}, stored=_normalize_stored,
+          shape=_normalize_shape, reference="similarity:normalize", corpus="similarity", terms=("K", "den"),
+          param_checks={"p": _norm_p}, stored=_normalize_stored, stored16_arith=_normalize_xla16,
           calls={"torch": Call("torch.nn.functional.normalize", {"p": "p", "dim": "dim", "eps": "eps"}),
                  "jax": Call(f"{_SIM}.normalize_jnp", {"p": "p", "dim": "dim", "eps": "eps"}),
                  "numpy": Call(f"{_SIM}.normalize_np", {"p": "p", "dim": "dim", "eps": "eps"})}),
@@ -208,7 +229,8 @@ ENTRIES: tuple[OpInfo, ...] = (
         "sum(x1 / max(||x1||_2, eps) * x2 / max(||x2||_2, eps)) along dim (torch.nn.functional.cosine_similarity, "
         "torch >= 2.0: each norm clamped separately); x1 and x2 of one shape, dim removed."
     ),
-          shape=_cosine_shape, reference="similarity:cosine_similarity", corpus="similarity", terms=("K", "mag"),
+          shape=_cosine_shape, reference="similarity:cosine_similarity", corpus="similarity",
+          terms=("K", "mag", "den1", "den2"),
           calls={"torch": Call("torch.nn.functional.cosine_similarity", {"dim": "dim", "eps": "eps"}),
                  "jax": Call(f"{_SIM}.cosine_similarity_jnp", {"dim": "dim", "eps": "eps"}),
                  "numpy": Call(f"{_SIM}.cosine_similarity_np", {"dim": "dim", "eps": "eps"})}),

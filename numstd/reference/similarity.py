@@ -9,13 +9,14 @@ relative ``u + DD_C d u^2``); ``n = sqrt(s)`` (relative ``u + (u + DD_C d u^2) /
 ``max(n, eps)`` is 1-Lipschitz, so it keeps the relative error of ``n`` (and is exact where
 ``eps`` wins); ``y = x / den`` rounds once.  ``p = 1``: ``s = sum |x|`` (exact terms), ``n = s``.
 So ``|y - exact| <= NORM_C u |y|`` with ``NORM_C = 3.01``.  A zero row with ``eps = 0`` is 0/0 = NaN,
-as in torch.  aux: ``K``, the length of the reduced axis.
+as in torch.  aux: ``K``, the length of the reduced axis, ``den``, the clamped norm (kept along dim), and
+the parameters ``p`` and ``eps`` (for :attr:`numstd.ops.OpInfo.stored16_arith`).
 
 cosine_similarity (torch >= 2.0): ``den_i = max(||x_i||, eps)`` as above (relative
 ``e = 2.01 u``); ``w12 = sum x1 x2`` in double-double from exact products; ``c = w12 / (den_1 den_2)``
 with two roundings.  So ``|c - exact| <= (2 e + 2u) |c| + (DD_C d u^2 + u) mag``, with
 ``mag = sum |x1 x2| / (den_1 den_2)`` (``<= 1`` by Cauchy-Schwarz, ``>= |c|``): the condition of the
-cosine near 0 is ``mag / |c|``.  aux: ``K`` and ``mag``.
+cosine near 0 is ``mag / |c|``.  aux: ``K``, ``mag`` and the clamped norms ``den1``, ``den2``.
 
 cosine_embedding_loss: per row ``w12``, ``m_i = sum x_i^2 + 1e-12`` (double-double, rounded, plus one
 rounding for the ``1e-12``), ``cos = w12 / sqrt(m_1 m_2)``: relative ``COS_C u = 5.01 u`` plus
@@ -92,7 +93,8 @@ def normalize(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarr
     # aux den: the clamped norm max(||x||_p, eps), kept along dim (broadcasts to the values): the
     # intermediate torch's 16-bit kernel stores (numstd.ops.similarity, OpInfo.stored)
     return (np.moveaxis(y, -1, dim), np.moveaxis(bound, -1, dim),
-            {"K": np.asarray(float(xl.shape[-1])), "den": np.moveaxis(den, -1, dim)})
+            {"K": np.asarray(float(xl.shape[-1])), "den": np.moveaxis(den, -1, dim),
+             "p": np.asarray(float(params["p"])), "eps": np.asarray(float(params["eps"]))})
 
 
 def cosine_similarity(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -110,7 +112,9 @@ def cosine_similarity(op: str, arrays: list, params: dict) -> tuple[np.ndarray, 
         mag = absw / dd
         bound = (2 * (e1 + e2)[..., 0] + 3 * U) * np.abs(c) + (DD_C * depth * U * U + U) * mag
     bound = np.where(np.isfinite(c), bound, 0.0)
-    return c, bound, {"K": np.asarray(float(a.shape[-1])), "mag": np.where(np.isfinite(mag), mag, 0.0)}
+    # aux den1, den2: the clamped norms max(||x_i||, eps), one per output (the arith16 models' subnormal terms)
+    return c, bound, {"K": np.asarray(float(a.shape[-1])), "mag": np.where(np.isfinite(mag), mag, 0.0),
+                      "den1": d1[..., 0], "den2": d2[..., 0]}
 
 
 def _reduce(loss: np.ndarray, per: np.ndarray, mag: np.ndarray, reduction: str, aux: dict
