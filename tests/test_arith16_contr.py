@@ -140,3 +140,104 @@ def test_16bit_accumulated_conv_declared_fp32_fails_the_default(fmt):
     y = acc16(case.inputs, case.params, out=fmt, acc="float32")
     assert not numstd.check(y, op="conv", inputs=case.inputs, **case.params).passed
     assert numstd.check(y, op="conv", inputs=case.inputs, accumulate=fmt, **case.params).passed
+
+
+# --------------------------------------------------------------------------------------------------
+# matmul: XLA's 16-bit dot is fp32-accumulate-round-once; the arith16 standard is for 16-bit accumulation
+# --------------------------------------------------------------------------------------------------
+
+
+def _mm_standard(fmt):
+    return registry.get_standard(f"NS-MATMUL-{TAG[fmt]}-ARITH16")
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_xla_matmul_is_fp32_accumulate_round_once(fmt):
+    # jax's 16-bit matmul: operands converted to f32, one f32 dot, one convert (compiled HLO); only the f32
+    # summation order may differ from numpy's sgemm (measured on the suite, seed 5: 2 (bf16) and 6 (fp16) of
+    # 12,800 elements)
+    be = _backend()
+    v = _xla_variant("matmul")
+    g = np.random.default_rng(31)
+    differ = total = once_differ = 0
+    for ash, bsh in (((3, 40, 64), (3, 64, 24)), ((24, 200), (200, 300)), ((16, 2048), (2048, 8))):
+        a = g.standard_normal(ash).astype(np.float32).astype(DT[fmt])
+        b = g.standard_normal(bsh).astype(np.float32).astype(DT[fmt])
+        want = np.asarray(be.run("matmul", [a, b])).astype(np.float64)
+        got = np.asarray(v([a, b], {}, out=fmt, acc=fmt)).astype(np.float64)
+        differ += int((got != want).sum())
+        total += want.size
+        once = (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(DT[fmt]).astype(np.float64)
+        once_differ += int((once != want).sum())
+    assert differ <= 0.002 * total, (differ, total)
+    assert once_differ <= 0.002 * total, (once_differ, total)  # one rounding of the dot: no 16-bit step
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_jax_matmul_passes_arith16_and_the_default(fmt):
+    be = _backend()
+    std = _mm_standard(fmt)
+    for case in cases_for(std, seeds=[FRESH]):
+        out = np.asarray(be.run("matmul", case.inputs, **case.params))
+        v = numstd.check(out, op="matmul", inputs=case.inputs, accumulate=fmt)
+        assert v.standard_id.startswith(std.id + "@") and v.passed, (case.id, v.message)
+        assert numstd.check(out, op="matmul", inputs=case.inputs).passed, case.id
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_16bit_accumulated_matmul_passes_arith16_fails_the_default(fmt):
+    # a sequential 16-bit FMA chain over K = 4096 (the legitimate arithmetic of this policy)
+    std = _mm_standard(fmt)
+    case = next(c for c in cases_for(std, seeds=[FRESH]) if c.id.startswith("matmul/8x4096x16/normal"))
+    seq = next(v for v in variants_for("matmul") if v.name == "sequential")
+    y = seq(case.inputs, case.params, out=fmt, acc=fmt)
+    assert numstd.check(y, op="matmul", inputs=case.inputs, accumulate=fmt).passed
+    assert not numstd.check(y, op="matmul", inputs=case.inputs).passed
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("bug", ["dropped-last-tile", "transposed-b", "zeros"])
+def test_matmul_bugs_fail_arith16(fmt, bug):
+    std = _mm_standard(fmt)
+    case = next(c for c in cases_for(std, seeds=[FRESH]) if c.id.startswith("matmul/16x512x32/normal"))
+    v = next(v for v in variants_for("matmul") if v.name == bug)
+    y = v(case.inputs, case.params, out=fmt, acc=fmt)
+    verdict = numstd.check(y, op="matmul", inputs=case.inputs, accumulate=fmt)
+    assert not verdict.passed, (case.id, verdict.message)
+
+
+def test_matmul_zeros_not_discriminating_at_large_k():
+    # hand-derived: ones @ ones, K = 4096, bf16: |c| = K = absdot, bound lam·2^-8·sqrt(K)·K + 2^-8·K exceeds |c|
+    # exactly when lam·2^-8·64 + 2^-8 >= 1 (lam >= 3.98); at K = 64 it is lam·2^-8·8 + 2^-8 < 1: zeros fail there
+    lam = float(_mm_standard("bfloat16").model.constants["lam"])
+    for k, discriminating in ((64, True), (4096, lam * 2.0**-8 * 64 + 2.0**-8 < 1)):
+        a = np.ones((2, k), dtype=ml_dtypes.bfloat16)
+        b = np.ones((k, 3), dtype=ml_dtypes.bfloat16)
+        v = numstd.check(np.zeros((2, 3), ml_dtypes.bfloat16), op="matmul", inputs=[a, b], accumulate="bfloat16")
+        assert v.passed is (not discriminating)
+        assert ("not discriminating at this size" in v.message) is (not discriminating)
+
+
+def test_fp16_accumulation_may_overflow_where_the_exact_product_is_finite():
+    # the suite's wide data at K = 4096: a sequential fp16 chain overflows on elements whose exact result is
+    # finite; intermediate_overflow allows those non-finite outputs (spillmag >= 65520), zeros still fail
+    std = _mm_standard("float16")
+    case = next(c for c in cases_for(std, seeds=[FRESH]) if c.id.startswith("matmul/8x4096x16/wide"))
+    seq = next(v for v in variants_for("matmul") if v.name == "sequential")
+    y = seq(case.inputs, case.params, out="float16", acc="float16")
+    exact = np.asarray(case.inputs[0], np.float64) @ np.asarray(case.inputs[1], np.float64)
+    assert (~np.isfinite(np.asarray(y, np.float64)) & (np.abs(exact) < 65504)).any()
+    v = numstd.check(y, op="matmul", inputs=case.inputs, accumulate="float16")
+    specials = next(c for c in v.criteria if c.name == "specials")
+    assert v.passed and "intermediate_overflow" in specials.message, (v.message, specials.message)
+    z = np.zeros_like(np.asarray(y))
+    assert not numstd.check(z, op="matmul", inputs=case.inputs, accumulate="float16").passed
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_matmul_truncation_is_a_no_op_with_a_16bit_accumulator(fmt):
+    vs = {v.name: v for v in variants_for("matmul")}
+    g = np.random.default_rng(8)
+    a, b = (g.standard_normal(s).astype(np.float32).astype(DT[fmt]) for s in ((12, 300), (300, 10)))
+    t = np.asarray(vs["truncation"]([a, b], {}, out=fmt, acc=fmt), np.float64)
+    assert np.array_equal(t, np.asarray(vs["blocked32"]([a, b], {}, out=fmt, acc=fmt), np.float64))
