@@ -59,7 +59,7 @@ def _inputs(op, fmt, xs, ws, params, seed):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_xla_conv_model_equals_jax(fmt):
-    # XLA CPU: RN16(RN16(conv) + b), the convolution in fp32 (YNNPACK). bf16: bit for bit. fp16: the fp32
+    # XLA CPU: RN16(RN16(conv) + b), the convolution in fp32 (YNNPACK or XLA's own f32 convolution). bf16: bit for bit. fp16: the fp32
     # convolution's summation order may differ from numpy's sgemm; measured on the suites (seed 5): 23 of
     # 149,472 conv and 7 of 129,888 conv_transpose elements differ, each with the fp32 sum within 2^-6 fp16
     # ulp of a rounding midpoint (a tie the order decides)

@@ -172,7 +172,7 @@ def _blas(inputs, params, acc, seed, out):
 
 @_conv_variant("xla-arith16", "library", True,
                "XLA CPU's 16-bit convolution (jax 0.10.2 lax.conv_general_dilated + bias): the 16-bit operands "
-               "converted to fp32, convolved in fp32 (YNNPACK), the result rounded to the 16-bit type, then the "
+               "converted to fp32, convolved in fp32 (YNNPACK or XLA's f32 convolution), the result rounded to the 16-bit type, then the "
                "bias added in fp32 and rounded again, RN16(RN16(conv) + b); conv_transpose the same on the "
                "zero-dilated input; 16-bit arithmetic only", acc_formats=ARITH16)
 def _xla_conv(inputs, params, acc, seed, out):
