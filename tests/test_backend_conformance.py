@@ -72,8 +72,10 @@ KNOWN = {
         "NS-SILU-FP32": "XLA's silu overflows differently for x < −88 (results lost above the allowance)",
         **{f"NS-{op}-FP32": "XLA CPU's fp32 expm1 is biased toward zero (−0.503 ulp mean on (−1, 0)): a documented "
                             "library defect (known_library_defects.toml, xla-cpu-expm1-f32-bias)" for op in ("ELU", "CELU")},
-        **{f"NS-{op}-{t}": "XLA CPU's 16-bit convolution does not accumulate in fp32 (239-763x the bound): a documented "
-                           "library defect (known_library_defects.toml, xla-cpu-conv-16bit-accumulation)"
+        **{f"NS-{op}-{t}": "XLA CPU's 16-bit convolution rounds the fp32 convolution to 16 bits before the bias add "
+                           "(239-763x the bound): a documented library defect under the fp32 policy "
+                           "(known_library_defects.toml, xla-cpu-conv-16bit-accumulation); it conforms to "
+                           "NS-CONV*-ARITH16 (tests/test_arith16_contr.py)"
            for op in ("CONV", "CONVTRANSPOSE") for t in ("BF16", "FP16")},
     },
 }

@@ -30,7 +30,7 @@ import numpy as np
 from ..core.formats import Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch,
+    ARITH16, FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch,
     torch_same_format, Work,
 )
 from .softmax import Row
@@ -82,7 +82,7 @@ class Problem:
 
 def _attn(name: str, family: str, legit: bool, description: str, *,
           applies: Callable | None = None, observable: Callable | None = None,
-          mode: str = "rne") -> Callable:
+          mode: str = "rne", acc_formats: tuple[str, ...] | None = None) -> Callable:
     """Register ``core(pb: Problem, out) -> output`` for attention."""
 
     def deco(core: Callable) -> Callable:
@@ -90,7 +90,7 @@ def _attn(name: str, family: str, legit: bool, description: str, *,
             with np.errstate(all="ignore"):
                 return finish(core(Problem(inputs, params, acc), out), out, mode, seed)
 
-        variant("attention", name, family, legit, description, applies, observable)(run)
+        variant("attention", name, family, legit, description, applies, observable, acc_formats)(run)
         return core
 
     return deco
@@ -159,6 +159,78 @@ def _a_flash_p(pb, out):
     from ..core.formats import get_format
 
     return _flash(pb, round_p=get_format(pb.vfmt))
+
+
+class _Problem16(Problem):
+    """A :class:`Problem` whose two GEMMs accumulate in the working format itself, one sequential FMA chain
+    per dot product (a 16-bit-accumulating kernel under the arith16 policy), not an fp32 GEMM rounded once."""
+
+    def _gemm(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        from ..emulate import matmul
+
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a, b = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
+        return np.asarray(f64(matmul(a, b, order="sequential", acc=self.w.fmt, out=self.w.fmt)), dtype=self.w.dtype)
+
+    def scores(self, k0: int = 0, k1: int | None = None, scale: float | None = None,
+               shift: int = 0) -> np.ndarray:
+        w = self.w
+        s = self._gemm(self.q, np.swapaxes(self.k[..., k0:k1, :], -1, -2))
+        s = w.q(s * w.c(self.scale if scale is None else scale))
+        m = self.mask(k0, self.S if k1 is None else k1, shift)
+        return s if m is None else np.where(m, -np.inf, s)
+
+    def pv(self, p: np.ndarray, k0: int = 0, k1: int | None = None) -> np.ndarray:
+        return self._gemm(p, self.v[..., k0:k1, :])
+
+
+def _two_gemm16(inputs, params, out, acc, seed):
+    with np.errstate(all="ignore"):
+        return finish(_two_gemm(_Problem16(inputs, params, acc)), out)
+
+
+variant("attention", "two-gemm-acc16", "accumulation-order", True,
+        "the two-GEMM attention with every primitive in the 16-bit working format, both GEMMs one sequential "
+        "FMA chain per dot product accumulated in that format (q·kᵀ over E, P·v over the keys); the arith16 "
+        "policy's only", acc_formats=ARITH16)(_two_gemm16)
+
+
+def _flash16(inputs, params, out, acc, seed):
+    with np.errstate(all="ignore"):
+        return finish(_flash(_Problem16(inputs, params, acc)), out)
+
+
+variant("attention", "flash-acc16", "accumulation-order", True,
+        "FlashAttention-2 (blocks of 64 keys, running max and sum) with every primitive in the 16-bit working "
+        "format and both GEMMs accumulated in it (sequential FMA chains); the arith16 policy's only",
+        acc_formats=ARITH16)(_flash16)
+
+
+def _xla_attention(inputs, params, out, acc, seed):
+    """XLA CPU's bf16 ``jax.nn.dot_product_attention`` (jax 0.10.2, compiled HLO): the scores ``q·kᵀ`` by a
+    ``dot_bf16_bf16_f32`` dot (fp32 accumulation), scaled in fp32, the row max, ``e = exp(s − m)`` and its
+    sum in fp32, ``P = RN16(e · (1/Σe))`` (a reciprocal multiply, rounded to bf16), ``P·v`` in fp32, one
+    rounding to bf16."""
+    q, k, v = (f64(t).astype(np.float32) for t in inputs[:3])
+    E = q.shape[-1]
+    scale = params.get("scale")
+    scale = np.float32(1.0 / math.sqrt(E) if scale is None else float(scale))
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if params.get("causal", False):
+        L, S = s.shape[-2:]
+        s = np.where(np.arange(S)[None, :] > np.arange(L)[:, None], np.float32(-np.inf), s)
+    m = np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    r = np.float32(1.0) / np.sum(e, axis=-1, keepdims=True, dtype=np.float32)
+    p = rnd(e * r, acc).astype(np.float32)
+    return finish(f64(np.matmul(p, v)), out)
+
+
+variant("attention", "xla-arith16", "library", True,
+        "XLA CPU's bf16 dot_product_attention (jax 0.10.2): fp32 scores, softmax and P·v with the "
+        "probabilities rounded to bf16 (P = RN16(e·(1/Σe))) before the P·v dot; the arith16 policy's only "
+        "(it is also the fp32 policy's flash-p-rounded arithmetic)", lambda out, f, p: out.name == "bfloat16",
+        acc_formats=ARITH16)(_xla_attention)
 
 
 def _torch_attention(inputs, params, out, acc, seed):

@@ -11,7 +11,8 @@ rounding to the output format.
 
 Legitimate: im2col + FMA chain (sequential), pairwise, blocked(32) and split-K(4) orders; a direct
 loop nest in the other order (kernel offset outermost, input channel inner: the K columns
-permuted, then one FMA chain); float32 BLAS on the im2col matrix; NVIDIA tensor-core block FMA
+permuted, then one FMA chain); float32 BLAS on the im2col matrix; XLA CPU's 16-bit convolution
+(``xla-arith16``: the fp32 convolution rounded to the 16-bit type before the bias, the arith16 policy's only); NVIDIA tensor-core block FMA
 (A100, Ada, H100/H200, B200 models of :mod:`numstd.emulate.tensor_core`) on the im2col GEMM for
 the 16-bit input formats they reproduce bit for bit; torch CPU (``F.conv1d/2d/3d``).
 
@@ -33,7 +34,7 @@ from ..core.formats import FORMATS, Format
 from ..ops.conv import Geometry, geometry, group_weight, im2col, pad_input, transposed_problem
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, float32_inputs, from_torch, low_precision_inputs, narrow_out, registrar, rnd, to_torch,
+    ARITH16, FP32_ONLY, f64, finish, float32_inputs, from_torch, low_precision_inputs, narrow_out, registrar, rnd, to_torch,
     torch_same_format,
 )
 
@@ -167,6 +168,15 @@ def _blas(inputs, params, acc, seed, out):
     if acc.name != "float32":
         return _gemm(inputs, params, _ordered(acc))[0]
     return _gemm(inputs, params, lambda A, B: np.matmul(A.astype(np.float32), B.astype(np.float32)))[0]
+
+
+@_conv_variant("xla-arith16", "library", True,
+               "XLA CPU's 16-bit convolution (jax 0.10.2 lax.conv_general_dilated + bias): the 16-bit operands "
+               "converted to fp32, convolved in fp32 (YNNPACK or XLA's f32 convolution), the result rounded to the 16-bit type, then the "
+               "bias added in fp32 and rounded again, RN16(RN16(conv) + b); conv_transpose the same on the "
+               "zero-dilated input; 16-bit arithmetic only", acc_formats=ARITH16)
+def _xla_conv(inputs, params, acc, seed, out):
+    return rnd(_gemm(inputs, params, lambda A, B: np.matmul(A.astype(np.float32), B.astype(np.float32)))[0], acc)
 
 
 def _validated(arch: str) -> Callable:
@@ -345,8 +355,9 @@ def _col2im16(inputs, params, out, acc, seed):
 variant("conv_transpose", "col2im16", "rounding", True,
         "GEMM + col2im with the scatter-add in the 16-bit output format (PyTorch CPU's fp16 conv_transpose, "
         "and its bf16 one without oneDNN bf16 kernels): per-tap fp32 channel sums rounded to 16 bits, added "
-        "tap by tap into a 16-bit output, then the bias: evidence for the stored16 standards only",
-        lambda out, f, p: out.name in ("bfloat16", "float16"), acc_formats=FP32_ONLY)(_col2im16)
+        "tap by tap into a 16-bit output, then the bias: evidence for the stored16 standards (fp32 accumulation "
+        "declared) and the arith16 ones (16-bit arithmetic declared: a 16-bit scatter-add is such arithmetic)",
+        lambda out, f, p: out.name in ("bfloat16", "float16"), acc_formats=FP32_ONLY + ARITH16)(_col2im16)
 
 
 def _torch_col2im16_path(out: Format, fmts: list, params: Any) -> bool:

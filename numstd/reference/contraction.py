@@ -629,12 +629,25 @@ def matmul(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray,
         B, absB = B[:, None], absB[:, None]
     values, bound, absdot = dot(A, B, resolution=res or "float32", resolution_slack=res is not None,
                                 absA=absA, absB=absB, row0=params.get(ROW0_KEY, 0), cache=params.get(CACHE_KEY))
-    aux = {"absdot": absdot, "K": np.asarray(float(K))}
+    aux = {"absdot": absdot, "K": np.asarray(float(K)), "spillmag": _spill16(absdot, K)}
     aux.update(_rounding(params, A, B, None, values))
     if drop:
         values, bound = (np.squeeze(t, axis=drop) for t in (values, bound))
         aux = {k: (v if k == "K" else np.squeeze(v, axis=drop)) for k, v in aux.items()}
     return values, bound, aux
+
+
+def _spill16(absdot: np.ndarray, K: int) -> np.ndarray:
+    """``spillmag`` of a dot product of length ``K`` accumulated in fp16: ``(|A| @ |B|)·(1 + 2^-11)^K``, a bound
+    on every partial sum any order of the K fp16 additions forms (a computed partial sum is an exact subset
+    sum of the products, each at most ``|a_k||b_k|``, times at most K factors ``1 + δ``, ``|δ| <= 2^-11``;
+    Higham 2002 eq. 4.4; :func:`numstd.reference.reduction.spill16`, the sums' form).  Criterion
+    ``intermediate_overflow`` (:func:`numstd.judge.criteria.spill_mask`) allows a non-finite output where it
+    reaches fp16's overflow threshold: a legitimate fp16 accumulation overflows there although the exact
+    product is finite.  Unused by standards without the criterion."""
+    from .reduction import spill16
+
+    return spill16(absdot, K)
 
 
 def _rounding(params: dict, A: np.ndarray, B: np.ndarray, bias: np.ndarray | None, values: np.ndarray) -> dict:
