@@ -54,4 +54,4 @@ def test_truncation_on_many_rows_still_fails_the_bias_test():
     v = numstd.check(rtz, op="normalize", inputs=[x], standard="NS-NORMALIZE-FP32@2", p=2.0, dim=1)
     assert not _bias(v).passed, _bias(v).message
     ok = numstd.check(exact.astype(np.float32), op="normalize", inputs=[x], p=2.0, dim=1)
-    assert ok.passed and ok.standard_id == "NS-NORMALIZE-FP32@2"
+    assert ok.passed and ok.standard_id.startswith("NS-NORMALIZE-FP32@")  # (@3 since 2026-12-06)
