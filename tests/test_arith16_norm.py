@@ -1,8 +1,8 @@
 """arith16 standards of layer_norm and rms_norm (docs/methodology.md §2.1): XLA CPU's 16-bit kernels.
 
 Independent truth: jax 0.10.2's own CPU kernels for the formula a JAX user writes on 16-bit arrays without an
-upcast (``jnp.mean`` of x and of the squared deviations, ``lax.rsqrt``, the affine step; flax's LayerNorm /
-RMSNorm with a 16-bit dtype compute the same): the corpus' ``xla-arith16`` models must equal them bit for bit,
+upcast (``jnp.mean`` of x and of the squared deviations, ``lax.rsqrt``, the affine step): the corpus'
+``xla-arith16`` models must equal them bit for bit,
 their outputs on fresh suite seeds must pass ``check(..., accumulate=<16-bit>)``; a one-pass variance written
 the same way, zeros and the fp16 squares' overflow must fail.
 """

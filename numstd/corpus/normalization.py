@@ -330,8 +330,8 @@ for _op in ("layer_norm", "rms_norm"):
             return finish(f64(_xla16_norm(_op, inputs, params, acc)), out)
 
     variant(_op, "xla-arith16", "library", True,
-            f"XLA CPU's 16-bit {_op} (jax 0.10.2, jnp on 16-bit arrays without an upcast; flax's "
-            "LayerNorm/RMSNorm with a 16-bit dtype): fp32 row sums stored as a 16-bit mean, 16-bit "
+            f"XLA CPU's 16-bit {_op} (jax 0.10.2, jnp on 16-bit arrays without an upcast): fp32 row "
+            "sums stored as a 16-bit mean, 16-bit "
             "elementwise steps, RN16(rsqrt); 16-bit arithmetic only", acc_formats=ARITH16)(_xla_run)
 del _op, _xla_run
 
