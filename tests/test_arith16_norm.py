@@ -192,3 +192,70 @@ def test_stored_mean_shift_is_the_kernels(fmt):
     x = np.asarray(ins[0], np.float64)
     bound = np.abs(x.mean(-1, keepdims=True)) * u / x.std(-1, keepdims=True)
     assert float((ref.aux["shift16"] < 0.5 * bound).mean()) > 0.2
+
+
+# ---------------------------------------------------------------------------------------------
+# average pooling: lax.reduce_window on 16-bit arrays accumulates in the 16-bit type
+# ---------------------------------------------------------------------------------------------
+
+POOL = {"avg_pool1d": (4, 8, 33), "avg_pool2d": (2, 6, 17, 15), "avg_pool3d": (2, 3, 7, 8, 9)}
+POOL_P = {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}
+
+
+def _jax_pool(op):
+    jax = pytest.importorskip("jax")
+    jnp, lax = jax.numpy, jax.lax
+    from numstd.ops.pooling import divisor, output_size, spatial_params
+
+    def run(x, p):
+        d = int(op[-2])
+        lead = x.ndim - d
+        k, s, pad, dil = spatial_params(op, p)
+        pads = [(0, 0)] * lead
+        for i in range(d):
+            out = output_size(x.shape[lead + i], k[i], s[i], pad[i], dil[i], p["ceil_mode"])
+            need = (out - 1) * s[i] + dil[i] * (k[i] - 1) + 1
+            pads.append((pad[i], max(0, need - pad[i] - x.shape[lead + i])))
+        f = jax.jit(lambda x: lax.reduce_window(x, jnp.asarray(0, x.dtype), lax.add, (1,) * lead + tuple(k),
+                                                (1,) * lead + tuple(s), pads)
+                    / jnp.asarray(np.asarray(divisor(op, x.shape[lead:], p)), x.dtype))
+        return np.asarray(f(x))
+
+    return run
+
+
+def _pool_params(op, **kw):
+    from numstd.ops.catalog import validate
+
+    return validate(op, [np.zeros(POOL[op], np.float32)], dict(POOL_P, **kw))[2]
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("op", tuple(POOL))
+def test_xla_pool_model_equals_jax_bit_for_bit(op, fmt):
+    f = _jax_pool(op)
+    v = _xla_variant(op)
+    for i, kw in enumerate(({}, {"count_include_pad": True}, {"ceil_mode": False, "padding": 0, "stride": 1})):
+        p = _pool_params(op, **kw)
+        x = (np.random.default_rng(200 + i).standard_normal(POOL[op]) * 3 + 2).astype(DT[fmt])
+        want = f(x, p).astype(np.float64)
+        got = np.asarray(v([x], p, out=fmt, acc=fmt)).astype(np.float64)
+        assert np.array_equal(got, want), (op, fmt, kw, int((got != want).sum()))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_jax_pool_passes_arith16_on_fresh_seeds_and_fails_fp32_policy(fmt):
+    op = "avg_pool2d"
+    f = _jax_pool(op)
+    std = registry.get_standard(f"NS-AVGPOOL2D-{TAG[fmt]}-ARITH16")
+    rejected_fp32 = 0
+    from numstd.ops.catalog import validate
+
+    for case in cases_for(std, seeds=[FRESH]):
+        out = f(case.inputs[0], validate(op, list(case.inputs), dict(case.params))[2])
+        v = numstd.check(out, op=op, inputs=case.inputs, accumulate=fmt, **case.params)
+        assert v.standard_id.startswith(std.id) and v.passed, (case.distribution, v.message)
+        rejected_fp32 += not numstd.check(out, op=op, inputs=case.inputs, **case.params).passed
+        zeros = np.zeros_like(out)
+        assert not numstd.check(zeros, op=op, inputs=case.inputs, accumulate=fmt, **case.params).passed
+    assert rejected_fp32 >= 1  # the 16-bit window sum is not the fp32 policy's one rounding
