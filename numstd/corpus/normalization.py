@@ -34,7 +34,7 @@ import numpy as np
 from ..core.formats import Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch,
+    ARITH16, FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch,
     torch_same_format, Work,
 )
 
@@ -279,6 +279,61 @@ for _op in ("layer_norm", "rms_norm"):
             f"torch.nn.functional.{_op} on CPU in the inputs' dtype (fp32 statistics)",
             torch_same_format, acc_formats=FP32_ONLY)(_torch_norm(_op))
 del _op
+
+
+def _xla16_norm(op: str, inputs: list, params: Mapping[str, Any], acc: Format) -> np.ndarray:
+    """XLA CPU's 16-bit layer_norm / rms_norm: the jnp formula on 16-bit arrays, no upcast (jax 0.10.2).
+
+    Read from the compiled HLO and reproduced bit for bit (tests/test_arith16_norm.py): ``jnp.mean``
+    sums in fp32 (XLA's upcasting reduction) and multiplies by ``RN32(1/K)``, the mean stored
+    ``m16 = RN16(RN32(s · RN32(1/K)))``; ``d = RN16(x − m16)``; the squares are exact fp32 products
+    for bf16 (XLA fuses the bf16 multiply into the fp32 reduction) and ``RN16(d·d)`` for fp16 (XLA
+    keeps fp16 elementwise ops in fp16); ``v16`` the stored mean of the squares as ``m16``;
+    ``r = RN16(rsqrt(RN16(v16 + RN16(eps))))``; ``y = RN16(RN16(RN16(d · r) · w) + b)`` for bf16,
+    ``RN16(RN16(d · r) · w + b)`` for fp16 (XLA drops the rounding of the product before the bias
+    add: ``RN16(d · r + b)`` without a weight; rms_norm: ``d = x``, no bias).  The fp32 sums' order (YNNPACK's reduce) matters only through ``RN16``.
+    """
+    w = Work(acc)
+    f32 = np.float32
+    x = w.load(inputs[0])
+    K = max(x.shape[-1], 1)
+    inv = f32(1.0) / f32(K)
+    fp16 = acc.name == "float16"
+
+    def mean16(t: np.ndarray) -> np.ndarray:
+        s = np.sum(t.astype(f32), axis=-1, keepdims=True, dtype=f32)
+        return w.q((s * inv).astype(f32))
+
+    d = x
+    if op == "layer_norm":
+        d = w.q(x - mean16(x))
+    sq = w.q(d * d) if fp16 else (d * d).astype(f32)
+    eps = params.get("eps", 1e-5)
+    eps = float(np.finfo(np.float32).eps if eps is None else eps)
+    t = w.q(mean16(sq) + w.c(eps))
+    r = w.q(1.0 / np.sqrt(f64(t)))
+    weight = inputs[1] if len(inputs) > 1 else None
+    bias = inputs[2] if len(inputs) > 2 and op == "layer_norm" else None
+    y = (d * r).astype(f32)  # exact: a product of two 16-bit values
+    if weight is not None:
+        y = (w.q(y) * w.load(weight)).astype(f32)
+    if bias is None:
+        return w.q(y)
+    # fp16: XLA drops the rounding of the last product before the bias add (an fp32 multiply-add,
+    # the product exact): RN16(p + b); bf16 rounds the product first (measured bit for bit)
+    return w.q((y if fp16 else w.q(y)) + w.load(bias))
+
+
+for _op in ("layer_norm", "rms_norm"):
+    def _xla_run(inputs, params, out, acc, seed, _op=_op):
+        with np.errstate(all="ignore"):
+            return finish(f64(_xla16_norm(_op, inputs, params, acc)), out)
+
+    variant(_op, "xla-arith16", "library", True,
+            f"XLA CPU's 16-bit {_op} (jax 0.10.2, jnp on 16-bit arrays without an upcast): fp32 row "
+            "sums stored as a 16-bit mean, 16-bit "
+            "elementwise steps, RN16(rsqrt); 16-bit arithmetic only", acc_formats=ARITH16)(_xla_run)
+del _op, _xla_run
 
 
 def _one_pass_var(a: Affine) -> tuple[np.ndarray, np.ndarray]:

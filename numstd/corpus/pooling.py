@@ -29,7 +29,7 @@ import numpy as np
 from ..core.formats import FORMATS, Format
 from ..ops.pooling import divisor, windows
 from . import with_causes
-from ._common import FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch, \
+from ._common import ARITH16, FP32_ONLY, f64, finish, from_torch, narrow_out, registrar, rnd, row_sum, to_torch, \
     torch_same_format, Work
 
 __all__ = ["VARIANTS"]
@@ -216,6 +216,36 @@ _register_avg("narrow-accumulation", "accumulation-precision", False,
               "the window sum accumulated in the 16-bit output format", "narrow-accumulation", applies=narrow_out)
 _register_avg("truncation", "truncation", False, "fp32 average converted to the output format by truncation",
               "sequential", applies=narrow_out, mode="rtz", observable="none")
+
+
+def _xla16_avg(op: str) -> Callable:
+    """XLA CPU's 16-bit average pooling (jax 0.10.2): ``lax.reduce_window(x, 0, lax.add, ...) / D`` on 16-bit
+    arrays accumulates each window in the 16-bit type, one ``RN16`` per add in row-major window order
+    (bf16: the fp32 add's result converted to bf16 inside the reducer; fp16: an f16 reduce-window; read
+    from the compiled HLO, bit for bit in tests/test_arith16_norm.py), then bf16 ``RN16(S / D)`` (the
+    divide upcast to fp32), fp16 ``RN16(S · RN16(1/D))`` (XLA rewrites the fp16 division by the constant
+    divisors as a multiply by their fp16 reciprocals; measured)."""
+    d = int(op[-2])
+
+    def run(inputs, params, out, acc, seed):
+        with np.errstate(all="ignore"):
+            w = Work(acc)
+            xv = w.load(inputs[0])
+            D = divisor(op, xv.shape[xv.ndim - d:], dict(params))
+            s16 = w.q(row_sum(_flat_windows(xv, op, params, 0.0), w.fmt, "sequential")[..., 0])
+            y = w.q(s16 * w.q(1.0 / D)) if acc.name == "float16" else w.q(s16 / D)
+            return finish(y, out)
+
+    return run
+
+
+for _op in AVG_OPS:
+    variant(_op, "xla-arith16", "library", True,
+            f"XLA CPU's 16-bit {_op} (jax 0.10.2, lax.reduce_window on 16-bit arrays): the window summed in "
+            "the 16-bit type in row-major order, then RN16(S / D) (bf16) or RN16(S · RN16(1/D)) (fp16); "
+            "16-bit arithmetic only",
+            acc_formats=ARITH16)(_xla16_avg(_op))
+del _op
 
 
 for _op in MAX_OPS + AVG_OPS:

@@ -82,6 +82,13 @@ def _training(op: str, value: Any) -> bool:
     return value
 
 
+def _norm_stored16(values: Any, aux: Mapping[str, Any], fmt: Any) -> Any:
+    """layer_norm / rms_norm with the row statistics XLA CPU's 16-bit kernel stores (the mean ``m16`` and
+    ``r16 = RN16(rsqrt(·))``, numstd.reference.normalization's ``stored16``): the bias test's
+    ``stored_shift`` allowance."""
+    return aux.get("stored16", values)
+
+
 _CHANNEL_TERMS = ("mean", "sigma", "xhat", "absw", "absb", "absx", "absmean", "K")
 
 ENTRIES: tuple[OpInfo, ...] = (
@@ -91,7 +98,8 @@ ENTRIES: tuple[OpInfo, ...] = (
         'x.shape[-1:]); weight and bias have shape (x.shape[-1],) and default to 1 and 0.'
     ),
           shape=_normalized_shape, reference="normalization:layer_norm", corpus="normalization",
-          terms=("mean", "sigma", "xhat", "absw", "absb", "absx", "absmean", "K")),
+          terms=("mean", "sigma", "xhat", "absw", "absb", "absx", "absmean", "K", "shift16", "xhat16"),
+          stored=_norm_stored16),
     entry("rms_norm", "normalization", ("x", "weight"), 1, {"eps": None}, (
         'y = x / sqrt(mean(x^2) + eps) * weight over the last axis '
         '(torch.nn.functional.rms_norm with normalized_shape = x.shape[-1:]). eps=None is '
@@ -100,7 +108,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         ' float32); validate() fills in the number.'
     ),
           shape=_normalized_shape, reference="normalization:rms_norm", corpus="normalization",
-          terms=("rms", "xhat", "absw", "K")),
+          terms=("rms", "xhat", "absw", "K"), stored=_norm_stored16),
     entry("group_norm", "normalization", ("x", "weight", "bias"), 2, {"num_groups": REQUIRED, "eps": 1e-5}, (
         'torch.nn.functional.group_norm: x of shape (N, C, *spatial); the C channels split into num_groups '
         'groups of C/num_groups consecutive channels; each (sample, group) is normalised by its mean and '

@@ -166,7 +166,7 @@ def _ln_row_stats(x: np.ndarray, eps: float) -> tuple:
 
 
 def _ln_elements(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, st: tuple, K: int,
-                 parts: tuple | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+                 parts: tuple | None = None, resolution: Any = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Steps 5-6 for the elements ``x`` (float64; whole rows or a piece, with its ``w``, ``b``) of rows
     whose statistics are ``st`` (``parts``: ``|x|, dev, |dev|, delta`` where already computed)."""
     mh, ml, e_mu, sigma, e_sigma, S1 = st
@@ -176,28 +176,117 @@ def _ln_elements(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, st: 
     y, bound, absw, absb = _affine(xhat, err, w, b)
     aux = {"mean": mh, "sigma": sigma, "xhat": xhat, "absw": absw, "absb": absb, "absx": absx,
            "absmean": S1 / K, "K": np.asarray(float(K))}
+    aux.update(stored_mean_shift(x, xhat, mh + ml, sigma, S1, K, absw, resolution=resolution))
     return y, bound, aux
+
+
+def stored_mean_shift(x: np.ndarray, xhat: np.ndarray, mu: np.ndarray, sigma: np.ndarray, S1: np.ndarray, K: int,
+                      absw: np.ndarray, resolution: Any = None) -> dict:
+    """aux ``shift16``, ``xhat16``: the exact effect of a 16-bit kernel's stored row mean (float64).
+
+    XLA CPU's 16-bit layer norm (``jnp`` on 16-bit arrays; numstd.corpus.normalization's
+    ``xla-arith16``) stores the row mean ``m16 = RN16(RN32(s32 · RN32(1/K)))`` and normalises
+    ``x − m16`` by ``sqrt(mean((x − m16)²) + eps) = sqrt(sigma² + delta²)``, ``delta = mu − m16``:
+    every element of the row moves by ``xhat'(m16) − xhat`` with ``xhat'(m) = (x − m) / sqrt(sigma² +
+    (mu − m)²)``, up to ``|mu|·u16/sigma`` (100 u16 on rows with |mu|/sigma = 100).  The reference knows
+    the inputs, so it computes that shift exactly instead of bounding it: ``shift16 = |w|·max_m
+    |xhat'(m) − xhat|`` and ``xhat16 = max_m |xhat'(m)|`` over the values ``m`` that the fp32 mean can
+    round to (``RN16`` of ``mu`` and of ``mu ± e32``, ``e32 = 4 sqrt(K) 2^-24 S1/K + 2^-23 |mu|``, about 12
+    standard deviations of an fp32 row sum's error; RN16 is monotone, so these are all the
+    candidates while ``e32`` is below the 16-bit spacing).  ``resolution`` is the 16-bit output format
+    (``check``'s resolution); for any other output the kernel stores no 16-bit mean: ``shift16 = 0``,
+    ``xhat16 = |xhat|``.
+    """
+    from ..core.formats import get_format, round_to
+
+    fmt = None if resolution is None else get_format(resolution)
+    if fmt is None or fmt.p >= 24 or not np.size(x):
+        return {"shift16": np.zeros(np.shape(xhat)), "xhat16": np.abs(xhat)}
+    with np.errstate(all="ignore"):
+        e32 = 4.0 * np.sqrt(K) * 2.0 ** -24 * S1 / K + 2.0 ** -23 * np.abs(mu)
+        s2 = sigma * sigma
+        shift = np.zeros(np.shape(xhat))
+        mag = np.abs(xhat)
+        for c in (mu - e32, mu, mu + e32):
+            m = np.asarray(round_to(np.asarray(c, dtype=np.float64), fmt), dtype=np.float64)
+            xh = (x - m) / np.sqrt(s2 + (mu - m) ** 2)
+            shift = np.maximum(shift, np.abs(xh - xhat))
+            mag = np.maximum(mag, np.abs(xh))
+    return {"shift16": absw * shift, "xhat16": mag}
+
+
+def _kernel16_stats(x: np.ndarray, eps: float, fmt: Any, centred: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The per-row values XLA CPU's 16-bit layer_norm / rms_norm stores (numstd.corpus.normalization's
+    ``xla-arith16``): the mean ``m16`` (0 for rms_norm) and ``r16 = RN16(rsqrt(RN16(v16 + RN16(eps))))``,
+    from whole rows ``x`` (float64, keepdims results); fp32 sums in numpy's order (a different order
+    changes them only where RN16 of the fp32 sum is a tie-break)."""
+    from ..core.formats import round_to
+
+    f32 = np.float32
+    q = lambda a: np.asarray(round_to(np.asarray(a, dtype=np.float64), fmt), dtype=np.float64)  # noqa: E731
+    K = max(x.shape[-1], 1)
+    inv = f32(1.0) / f32(K)
+    xs = x.astype(f32)
+    m16 = q(np.sum(xs, axis=-1, keepdims=True, dtype=f32) * inv) if centred else np.zeros(x.shape[:-1] + (1,))
+    d = q(x - m16) if centred else x
+    sq = q(d * d) if fmt.name == "float16" else d * d
+    v16 = q(np.sum(sq.astype(f32), axis=-1, keepdims=True, dtype=f32) * inv)
+    r16 = q(1.0 / np.sqrt(q(v16 + q(eps))))
+    return m16, r16
+
+
+def _stored16(values: np.ndarray, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float,
+              resolution: Any, centred: bool) -> np.ndarray:
+    """aux ``stored16``: the float64 result recomputed with the values a 16-bit XLA kernel stores
+    (``RN16(RN16(x − m16)·r16)·w + b``; rms_norm ``RN16(x·r16)·w``), for the bias test's ``stored_shift``
+    (:attr:`numstd.ops.OpInfo.stored`): one stored ``r16`` (and ``m16``) per row moves every element of the
+    row the same way.  ``values`` for any other output format, and on rows whose stored statistics
+    overflow (fp16 squares above 256²: the kernel's output is then wrong, not shifted)."""
+    from ..core.formats import get_format
+
+    fmt = None if resolution is None else get_format(resolution)
+    if fmt is None or fmt.p >= 24 or not np.size(x):
+        return values
+    from ..core.formats import round_to
+
+    with np.errstate(all="ignore"):
+        m16, r16 = _kernel16_stats(np.asarray(x, dtype=np.float64), float(eps), fmt, centred)
+        q = lambda a: np.asarray(round_to(np.asarray(a, dtype=np.float64), fmt), dtype=np.float64)  # noqa: E731
+        # the stored d = RN16(x − m16) and x̂ = RN16(d · r16): inputs on a 16-bit grid times one r16 per row
+        # round the same way along a row (smallvar rows near 1: −0.2 ulp in fp16, measured), so they are
+        # systematic like r16 itself
+        y = q((q(x - m16) if centred else x) * r16)
+        if w is not None:
+            y = y * w
+        if b is not None:
+            y = y + b
+        ok = np.isfinite(r16) & (r16 > 0) & np.isfinite(m16)
+        return np.where(ok & np.isfinite(y), y, values)
 
 
 def layer_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     """Reference of ``layer_norm(x, weight, bias, eps)``; see the module docstring for the bound."""
     x, w, b = (_f64(a) for a in arrays)
     eps = params["eps"]
+    res = params.get("_resolution")
     piece = params.get("_piece")
     if piece is not None:
         whole = np.asarray(piece.whole[0])
         st = cached_stats(params, "layer_norm rows", lambda: _ln_row_stats(whole, eps))
-        return _ln_elements(x, w, b, st, whole.shape[-1])
+        y, bound, aux = _ln_elements(x, w, b, st, whole.shape[-1], resolution=res)
+        return y, bound, {**aux, "stored16": y}  # a piece of a row: no stored-shift allowance
     K = x.shape[-1]
     if x.size == 0:
         z = np.zeros(x.shape)
         one = z[..., :1]
         return z, z, {"mean": one, "sigma": one, "xhat": z, "absw": np.ones(K), "absb": np.zeros(K),
-                      "absx": z, "absmean": one, "K": np.asarray(float(K))}
+                      "absx": z, "absmean": one, "K": np.asarray(float(K)), "shift16": z, "xhat16": z, "stored16": z}
     if K > NORM_BLOCK:
-        return _ln_elements(x, w, b, _ln_row_stats(x, eps), K)
-    st, parts = _ln_stats(x, eps, keep=True)
-    return _ln_elements(x, w, b, st, K, parts)
+        y, bound, aux = _ln_elements(x, w, b, _ln_row_stats(x, eps), K, resolution=res)
+    else:
+        st, parts = _ln_stats(x, eps, keep=True)
+        y, bound, aux = _ln_elements(x, w, b, st, K, parts, resolution=res)
+    return y, bound, {**aux, "stored16": _stored16(y, x, w, b, eps, res, True)}
 
 
 def _rms_stats(q: np.ndarray, depth: int, eps: float) -> tuple:
@@ -236,19 +325,23 @@ def rms_norm(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     """Reference of ``rms_norm(x, weight, eps)``; see the module docstring for the bound."""
     x, w = (_f64(a) for a in arrays)
     eps = params["eps"]
+    res = params.get("_resolution")
     piece = params.get("_piece")
     if piece is not None:
         whole = np.asarray(piece.whole[0])
         st = cached_stats(params, "rms_norm rows", lambda: _rms_row_stats(whole, eps))
-        return _rms_elements(x, w, st, whole.shape[-1])
+        y, bound, aux = _rms_elements(x, w, st, whole.shape[-1])
+        return y, bound, {**aux, "stored16": y}  # a piece of a row: no stored-shift allowance
     K = x.shape[-1]
     if x.size == 0:
         z = np.zeros(x.shape)
-        return z, z, {"rms": z[..., :1], "xhat": z, "absw": np.ones(K), "K": np.asarray(float(K))}
+        return z, z, {"rms": z[..., :1], "xhat": z, "absw": np.ones(K), "K": np.asarray(float(K)), "stored16": z}
     if K > NORM_BLOCK:
-        return _rms_elements(x, w, _rms_row_stats(x, eps), K)
-    qh, ql, depth = _mean_dd(x * x)
-    return _rms_elements(x, w, _rms_stats(qh + ql, depth, eps), K)
+        y, bound, aux = _rms_elements(x, w, _rms_row_stats(x, eps), K)
+    else:
+        qh, ql, depth = _mean_dd(x * x)
+        y, bound, aux = _rms_elements(x, w, _rms_stats(qh + ql, depth, eps), K)
+    return y, bound, {**aux, "stored16": _stored16(y, x, w, None, eps, res, False)}
 
 
 # ---------------------------------------------------------------------------------------------
