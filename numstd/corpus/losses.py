@@ -43,10 +43,10 @@ import numpy as np
 from ..core.formats import Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, at_sum16, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
+    ARITH16, FP32_ONLY, at_sum16, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
     truncation_visible, Work,
 )
-from .softmax import Row, online
+from .softmax import Row, _xla16, online
 
 __all__ = ["VARIANTS"]
 
@@ -176,6 +176,28 @@ variant("cross_entropy", "stored16", "rounding", True,
         "log-probabilities stored, nll_loss's cascade of 16-bit partial sums and 16-bit row count: "
         "evidence for the stored16 standards only, on inputs where no stored partial sum overflows",
         lambda out, f, p: out.name in ("bfloat16", "float16"), _ce_cascade_finite, acc_formats=FP32_ONLY)(_ce_stored16)
+
+
+def _ce_xla(inputs, params, out, acc, seed):
+    """XLA CPU's 16-bit cross_entropy (jax 0.10.2, ``-take_along_axis(jax.nn.log_softmax(x), t)`` then
+    ``jnp.mean`` / ``jnp.sum``, compiled HLO): the 16-bit log_softmax (:func:`numstd.corpus.softmax._xla16`:
+    ``RN16(d − RN16(log RN16(s)))``, ``d = RN16(x − m)``, ``s`` an fp32 sum), the picked log-probabilities
+    negated (exact), then :func:`_xla_reduce` (an fp32 sum, the mean ``RN16(s·RN32(1/N))``)."""
+    o = Work(out)
+    x = np.asarray(f64(inputs[0]), dtype=np.float32)
+    t = np.asarray(inputs[1]).astype(np.int64)
+    with np.errstate(all="ignore"):
+        if not x.size:
+            return _xla_reduce(np.zeros(t.shape, np.float32), params, out)
+        lp = _xla16("log_softmax", x, o)
+        return _xla_reduce(-_picked(f64(lp), t), params, out)
+
+
+variant("cross_entropy", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit cross_entropy (jax 0.10.2): jax.nn.log_softmax in 16-bit steps (RN16(x − m), an fp32 "
+        "row sum stored in 16 bits, RN16(d − RN16(log s16))), the picked values negated, an fp32 reduce rounded "
+        "once (mean: RN16(s·RN32(1/N))); 16-bit arithmetic only",
+        lambda out, f, p: out.name in ("bfloat16", "float16"), acc_formats=ARITH16)(_ce_xla)
 
 
 def _ce_exact(inputs: list, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -395,6 +417,49 @@ def _mse_stored16(inputs, w, params, out):
     o = Work(out)
     d = o.q(w.q(w.load(inputs[0]) - w.load(inputs[1])))
     return _reduce16(o.q(w.q(d * d)), params, w, out)
+
+
+def _xla_reduce(t: np.ndarray, params: Mapping[str, Any], out: Format) -> np.ndarray:
+    """XLA CPU's reduction of a 16-bit loss's fp32 terms ``t`` (``jnp.mean`` / ``jnp.sum``, jax 0.10.2,
+    read from the compiled HLO): an fp32 reduce (reduce-window blocks, then a reduce; numpy's fp32
+    pairwise sum here: the order only matters through the final rounding), the mean
+    ``RN16(s · RN32(1/K))``, the sum ``RN16(s)``; ``none`` the terms rounded once."""
+    f32 = np.float32
+    t = np.asarray(t, dtype=f32)
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return finish(f64(t), out)
+    s = np.sum(t, dtype=f32) if t.size else f32(0)
+    if red == "mean":
+        s = f32(s) * f32(1.0 / t.size)
+    return finish(f64(f32(s)), out)
+
+
+def _xla_mse_terms(inputs: list, out: Format) -> np.ndarray:
+    """XLA CPU's 16-bit mse_loss terms (jax 0.10.2, ``d = a - b; d * d``, compiled HLO):
+    ``d16 = RN16(a − b)`` (fp32 subtract, rounded: bf16 ``convert``, fp16's f16 ``subtract``); bf16
+    squares ``d16²`` in fp32 (exact: 16 significant bits), fp16 ``RN16(d16²)`` (an f16 ``multiply``,
+    then converted to fp32 for the reduce)."""
+    f32 = np.float32
+    o = Work(out)
+    d = o.q(np.asarray(f64(inputs[0]), dtype=f32) - np.asarray(f64(inputs[1]), dtype=f32))
+    sq = d * d
+    return o.q(sq) if out.name == "float16" else sq
+
+
+def _xla_run(terms: Callable) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        with np.errstate(all="ignore"):
+            y = _xla_reduce(terms(inputs, params, out), params, out)
+            return y.reshape(np.shape(inputs[0])) if y.ndim else y
+    return run
+
+
+variant("mse_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit mse_loss (jax 0.10.2, jnp d = a - b; mean(d * d)): d = RN16(a - b), bf16 squares "
+        "in fp32 (exact), fp16 RN16(d²), an fp32 reduce rounded once (mean: RN16(s·RN32(1/K))); "
+        "16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(
+    _xla_run(lambda inputs, params, out: _xla_mse_terms(inputs, out)))
 
 
 def _mse_exact(inputs: list, params: Mapping[str, Any]) -> np.ndarray:
