@@ -183,3 +183,64 @@ def test_cross_entropy_off_by_one_label_and_zeros_fail_arith16(fmt):
     assert v.formats["policy"] == "arith16" and not v.passed
     assert not numstd.check(np.zeros((), dtype=DT[fmt]), op="cross_entropy", inputs=[x, t], accumulate=fmt).passed
     assert numstd.check(np.asarray(f(x, t)), op="cross_entropy", inputs=[x, t], accumulate=fmt).passed
+
+
+# ---------------------------------------------------------------------------------------------
+# nll_loss
+# ---------------------------------------------------------------------------------------------
+
+def _logprobs(fmt, n, c, seed, scale):
+    g = np.random.default_rng(seed)
+    x = (-np.abs(g.standard_normal((n, c))) * scale).astype(np.float32).astype(DT[fmt])
+    t = g.integers(0, c, n)
+    t[g.random(n) < 0.1] = -100  # ignored rows
+    return x, t
+
+
+def _jax_nll(reduction):
+    jax = pytest.importorskip("jax")
+    from numstd.backends.jax_backend import _table
+
+    impl = _table(jax)["nll_loss"]
+    return jax.jit(lambda a, b: impl([a, b], {"reduction": reduction, "ignore_index": -100}))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_xla_nll_model_equals_jax_bit_for_bit(fmt, reduction):
+    f = _jax_nll(reduction)
+    v = _variant("nll_loss", "xla-arith16")
+    for (n, c), seed, scale in (((3, 5), 1, 1.0), ((64, 10), 2, 8.0), ((1024, 100), 3, 3.0), ((300, 7), 6, 20.0)):
+        x, t = _logprobs(fmt, n, c, seed, scale)
+        want = np.asarray(f(x, t)).astype(np.float64)
+        got = np.asarray(v([x, t], {"reduction": reduction}, out=fmt, acc=fmt)).astype(np.float64)
+        assert np.array_equal(got, want, equal_nan=True), (fmt, reduction, (n, c), int((got != want).sum()))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_jax_nll_passes_arith16_on_fresh_seeds_and_a_missing_negation_fails(fmt):
+    std = registry.get_standard(f"NS-NLLLOSS-{TAG[fmt]}-ARITH16")
+    assert std.policy == "arith16"
+    for case in cases_for(std, seeds=FRESH):
+        for reduction in REDUCTIONS:
+            out = np.asarray(_jax_nll(reduction)(*case.inputs))
+            v = numstd.check(out, op="nll_loss", inputs=case.inputs, accumulate=fmt, reduction=reduction,
+                             ignore_index=-100)
+            assert v.standard_id.startswith(std.id) and v.passed, (case.id, reduction, v.message)
+    x, t = _logprobs(fmt, 1024, 100, 3, 3.0)
+    neg = np.asarray(_jax_nll("mean")(-x, t))  # x[n, t_n] without the minus sign, in jax's own arithmetic
+    assert not numstd.check(neg, op="nll_loss", inputs=[x, t], accumulate=fmt).passed
+
+
+def test_fp16_nll_stored_sum_overflow_is_allowed_only_where_the_sum_can_overflow():
+    # hand-derived: 8192 rows of loss 10 sum to 81920 > 65504: XLA's stored RN16(S) is inf, the mean (10) finite
+    x = np.full((8192, 4), -10.0, dtype=np.float16)
+    t = np.zeros(8192, dtype=np.int64)
+    out = np.asarray(_jax_nll("mean")(x, t))
+    assert np.isinf(out)
+    assert numstd.check(out, op="nll_loss", inputs=[x, t], accumulate="float16").passed
+    small = x[:4096]  # 40960: no partial sum can overflow; an inf there is a mismatch
+    inf = np.asarray(np.inf, dtype=np.float16)
+    assert not numstd.check(inf, op="nll_loss", inputs=[small, t[:4096]], accumulate="float16").passed
+    assert numstd.check(np.asarray(_jax_nll("mean")(small, t[:4096])), op="nll_loss", inputs=[small, t[:4096]],
+                        accumulate="float16").passed

@@ -1169,6 +1169,30 @@ variant("nll_loss", "torch-cpu", "library", True, "torch.nn.functional.nll_loss 
         torch_same_format, acc_formats=FP32_ONLY)(_torch_nll)
 
 
+def _nll_xla(inputs, params, out, acc, seed):
+    """XLA CPU's 16-bit nll_loss (jax 0.10.2, ``nll_loss_of`` with jnp, compiled HLO): the picked ``-x[n, t_n]``
+    (exact), 0 for the ignored rows; ``jnp.sum`` an fp32 reduce rounded once, ``RN16(S)``; the mean that stored
+    sum divided by the kept-row count converted to the 16-bit type, ``RN16(RN16(S) / RN16(k))`` (an fp32
+    divide); none the exact losses."""
+    o = Work(out)
+    loss, keep = _nll_parts(inputs, Work(out), params)
+    red = params.get("reduction", "mean")
+    with np.errstate(all="ignore"):
+        if red == "none":
+            return finish(loss, out)
+        f32 = np.float32
+        s16 = o.q(np.sum(np.asarray(loss, dtype=f32), dtype=f32) if loss.size else f32(0))
+        if red == "sum":
+            return finish(s16, out)
+        k16 = o.q(f32(np.sum(keep)))
+        return finish(f64(f32(s16) / f32(k16)), out)
+
+
+variant("nll_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit nll_loss (jax 0.10.2): the picked -x[n, t_n], an fp32 reduce stored in 16 bits, the mean "
+        "RN16(RN16(S) / RN16(rows kept)); 16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(_nll_xla)
+
+
 def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
     return bool(np.any(np.asarray(inputs[1]) == params.get("ignore_index", -100)))
 

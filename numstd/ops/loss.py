@@ -167,7 +167,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "log-probabilities, target (N,) integers in [0, C) or ignore_index (those rows count 0 and are left "
         "out of the mean); reduction 'mean' (sum / rows kept), 'sum' or 'none' (the N losses)."
     ),
-          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16", "e16"),
+          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16", "e16", "spillmag"),
           integer_inputs=(1,), param_checks={"ignore_index": _index}),  # (torch: the backend's own call, target.long())
     entry("hinge_embedding_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "margin": 1.0}, (
         "l_i = input_i where target_i = 1, max(0, margin - input_i) where target_i = -1 "

@@ -472,7 +472,8 @@ def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     reduction = params["reduction"]
     if reduction == "none":
         z = np.zeros_like(loss)  # (exact negations: nothing stored but the output)
-        return loss, z, {"K": np.asarray(1.0), "mag": np.abs(loss), **stored16_aux(z, None), "h16": z, "e16": z}
+        return loss, z, {"K": np.asarray(1.0), "mag": np.abs(loss), **stored16_aux(z, None), "h16": z, "e16": z,
+                         "spillmag": z}
     k = int(np.sum(keep))
     div = k if reduction == "mean" else 1
     mag = float(np.sum(np.abs(loss)))
@@ -481,7 +482,11 @@ def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         h16 = abs(float(np.sum(loss))) / div if reduction == "mean" and k > 256 else 0.0  # RN16(row count)
     aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(mag / div if div else 0.0),
            **stored16_aux(c16, div or 1), "h16": np.asarray(h16),
-           "e16": np.asarray(_nll_cascade_shift(loss, keep, reduction, _stored_format(params)))}
+           "e16": np.asarray(_nll_cascade_shift(loss, keep, reduction, _stored_format(params))),
+           # arith16 (XLA): the mean divides the sum stored in 16 bits, RN16(S); every partial sum of any order
+           # is at most Σ|loss_n| (plus fp32 slack), so RN16(S) may be inf only where that reaches the overflow
+           # threshold (criterion intermediate_overflow); the sum's stored S is its output (no spill)
+           "spillmag": np.asarray(_SPILL16_C * mag if reduction == "mean" else 0.0)}
     if loss.size == 0 or k == 0:
         return np.asarray(0.0), np.asarray(0.0), aux
     if not np.all(np.isfinite(loss)):
