@@ -244,3 +244,51 @@ def test_fp16_nll_stored_sum_overflow_is_allowed_only_where_the_sum_can_overflow
     assert not numstd.check(inf, op="nll_loss", inputs=[small, t[:4096]], accumulate="float16").passed
     assert numstd.check(np.asarray(_jax_nll("mean")(small, t[:4096])), op="nll_loss", inputs=[small, t[:4096]],
                         accumulate="float16").passed
+
+
+# ---------------------------------------------------------------------------------------------
+# huber_loss and smooth_l1_loss
+# ---------------------------------------------------------------------------------------------
+
+HUB = {"huber_loss": ("delta", "HUBERLOSS"), "smooth_l1_loss": ("beta", "SMOOTHL1LOSS")}
+
+
+def _jax_hub(op, reduction, thr):
+    jax = pytest.importorskip("jax")
+    from numstd.backends.jax_backend import _table
+
+    impl = _table(jax)[op]
+    return jax.jit(lambda a, b: impl([a, b], {"reduction": reduction, HUB[op][0]: thr}))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("op", sorted(HUB))
+def test_xla_huber_family_model_equals_jax_bit_for_bit(op, fmt):
+    v = _variant(op, "xla-arith16")
+    for thr in (1.0, 0.3):
+        for reduction in REDUCTIONS:
+            f = _jax_hub(op, reduction, thr)
+            for shape, seed, sc in (((3, 5), 1, 1.0), ((32, 100), 3, 0.3), ((64, 10), 6, 0.05), ((8, 1000), 4, 2.0)):
+                g = np.random.default_rng(seed)
+                a = (g.standard_normal(shape) * sc).astype(np.float32).astype(DT[fmt])
+                b = (g.standard_normal(shape) * sc).astype(np.float32).astype(DT[fmt])
+                p = {"reduction": reduction, HUB[op][0]: thr}
+                want = np.asarray(f(a, b)).astype(np.float64)
+                got = np.asarray(v([a, b], p, out=fmt, acc=fmt)).astype(np.float64)
+                assert np.array_equal(got, want, equal_nan=True), (op, fmt, thr, reduction, shape,
+                                                                   int((got != want).sum()))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("op", sorted(HUB))
+def test_jax_huber_family_passes_arith16_on_fresh_seeds_and_zeros_fail(op, fmt):
+    key, tag = HUB[op]
+    std = registry.get_standard(f"NS-{tag}-{TAG[fmt]}-ARITH16")
+    assert std.policy == "arith16"
+    for case in cases_for(std, seeds=FRESH):
+        thr = case.params[key]
+        out = np.asarray(_jax_hub(op, "mean", thr)(*case.inputs))
+        v = numstd.check(out, op=op, inputs=case.inputs, accumulate=fmt, **case.params)
+        assert v.standard_id.startswith(std.id) and v.passed, (case.id, v.message)
+        zeros = np.zeros((), dtype=DT[fmt])
+        assert not numstd.check(zeros, op=op, inputs=case.inputs, accumulate=fmt, **case.params).passed

@@ -649,6 +649,39 @@ def _hub_terms(op: str, inputs: list, w: Work, params: Mapping[str, Any], *, for
     return quad if not branch else np.where(z < tc, quad, lin)
 
 
+def _xla_hub_terms(op: str, inputs: list, out: Format, params: Mapping[str, Any]) -> np.ndarray:
+    """XLA CPU's 16-bit huber / smooth_l1 terms (jax 0.10.2, :func:`numstd.backends.base.huber_terms` with jnp,
+    compiled HLO): every primitive rounded to the 16-bit type (bf16 upcast between the roundings XLA keeps,
+    fp16 kept in fp16), the Python constants rounded to it: ``d = RN16(a − b)``, ``z = |d|``, the quadratic
+    ``RN16(RN16(z·0.5)·z)`` (huber; smooth_l1 divides it by ``RN16(beta)``: bf16 ``RN16(q / t16)``, fp16 a multiply
+    by the stored reciprocal ``RN16(q·RN16(1/t16))``), the linear ``RN16(t16·RN16(z − RN16(t/2)))`` (huber) or
+    ``RN16(z − RN16(t/2))`` (smooth_l1), picked by ``z < t16``."""
+    o = Work(out)
+    f32 = np.float32
+    t = _thr(op, params)
+    d = o.q(np.asarray(f64(inputs[0]), dtype=f32) - np.asarray(f64(inputs[1]), dtype=f32))
+    z = np.abs(d)
+    if op == "smooth_l1_loss" and t == 0:
+        return z
+    tc, hc = o.c(t), o.c(0.5 * t)
+    quad = o.q(o.q(z * f32(0.5)) * z)
+    if op == "huber_loss":
+        lin = o.q(tc * o.q(z - hc))
+    else:
+        quad = o.q(quad * o.c(1.0 / float(tc))) if out.name == "float16" else o.q(quad / tc)
+        lin = o.q(z - hc)
+    return np.where(z < tc, quad, lin)
+
+
+for _op in _HUBER_OPS:
+    variant(_op, "xla-arith16", "library", True,
+            f"XLA CPU's 16-bit {_op} (jax 0.10.2): every primitive and constant of the term rounded to the 16-bit "
+            "type (fp16: the division by the threshold a multiply by its stored reciprocal), an fp32 reduce rounded "
+            "once (mean: RN16(s·RN32(1/K))); 16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(
+        _xla_run(lambda inputs, params, out, _op=_op: _xla_hub_terms(_op, inputs, out, params)))
+del _op
+
+
 def _hub_exact(op: str, inputs: list, params: Mapping[str, Any]) -> np.ndarray:
     from ..reference import reference
 
