@@ -292,3 +292,50 @@ def test_jax_huber_family_passes_arith16_on_fresh_seeds_and_zeros_fail(op, fmt):
         assert v.standard_id.startswith(std.id) and v.passed, (case.id, v.message)
         zeros = np.zeros((), dtype=DT[fmt])
         assert not numstd.check(zeros, op=op, inputs=case.inputs, accumulate=fmt, **case.params).passed
+
+
+# ---------------------------------------------------------------------------------------------
+# hinge_embedding_loss
+# ---------------------------------------------------------------------------------------------
+
+def _jax_hinge(reduction, margin):
+    jax = pytest.importorskip("jax")
+    from numstd.backends.jax_backend import _table
+
+    impl = _table(jax)["hinge_embedding_loss"]
+    return jax.jit(lambda a, b: impl([a, b], {"reduction": reduction, "margin": margin}))
+
+
+def _hinge_pair(fmt, shape, seed, sc):
+    g = np.random.default_rng(seed)
+    x = (g.standard_normal(shape) * sc + 0.5).astype(np.float32).astype(DT[fmt])
+    y = np.where(g.random(shape) < 0.5, 1.0, -1.0).astype(DT[fmt])
+    return x, y
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_xla_hinge_model_equals_jax_bit_for_bit(fmt, reduction):
+    v = _variant("hinge_embedding_loss", "xla-arith16")
+    for margin in (1.0, 0.3):
+        f = _jax_hinge(reduction, margin)
+        for shape, seed, sc in (((3, 5), 1, 1.0), ((32, 100), 3, 0.3), ((64, 10), 6, 0.05), ((8, 1000), 4, 2.0)):
+            x, y = _hinge_pair(fmt, shape, seed, sc)
+            want = np.asarray(f(x, y)).astype(np.float64)
+            got = np.asarray(v([x, y], {"reduction": reduction, "margin": margin}, out=fmt, acc=fmt)).astype(np.float64)
+            assert np.array_equal(got, want, equal_nan=True), (fmt, margin, reduction, shape, int((got != want).sum()))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_jax_hinge_passes_arith16_on_fresh_seeds_and_swapped_labels_fail(fmt):
+    std = registry.get_standard(f"NS-HINGEEMBEDDINGLOSS-{TAG[fmt]}-ARITH16")
+    assert std.policy == "arith16"
+    for case in cases_for(std, seeds=FRESH):
+        for reduction in REDUCTIONS:
+            p = dict(case.params, reduction=reduction)
+            out = np.asarray(_jax_hinge(reduction, p["margin"])(*case.inputs))
+            v = numstd.check(out, op="hinge_embedding_loss", inputs=case.inputs, accumulate=fmt, **p)
+            assert v.standard_id.startswith(std.id) and v.passed, (case.id, reduction, v.message)
+    x, y = _hinge_pair(fmt, (32, 100), 3, 1.0)
+    swapped = np.asarray(_jax_hinge("mean", 1.0)(x, -y))  # jax's own arithmetic with the branches swapped
+    assert not numstd.check(swapped, op="hinge_embedding_loss", inputs=[x, y], accumulate=fmt).passed

@@ -1342,6 +1342,13 @@ for _name, (_order, _kw) in {"sequential": ("sequential", {}), "pairwise": ("pai
 del _name, _order, _kw
 
 
+variant("hinge_embedding_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit hinge_embedding_loss (jax 0.10.2, numstd.backends.base.hinge_terms with jnp): x where the "
+        "target is 1, max(RN16(RN16(margin) − x), 0) where it is −1, an fp32 reduce rounded once (mean: "
+        "RN16(s·RN32(1/K))); 16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(
+    _xla_run(lambda inputs, params, out: _hinge_terms(inputs, Work(out), params)))
+
+
 @_hinge("numpy", "library", True, "numpy on float32 arrays: np.where / np.maximum, np.mean / np.sum",
         acc_formats=FP32_ONLY)
 def _hinge_numpy(inputs, w, params, out):
