@@ -522,7 +522,8 @@ def _prepare(std: Any, case: Any) -> _Prepared:
     from ..reference import validated_reference
 
     spec, arrays, full = validate(std.op, list(case.inputs), dict(case.params))
-    # resolution = the output format, as check passes it (references whose aux model a 16-bit kernel's stored values)
+    # the reference at the standard's output resolution, as check computes it (numstd.judge.check): the
+    # terms that depend on it (the losses' exact shift e16 of the stored 16-bit terms) are then the judged ones
     ref = validated_reference(spec.name, arrays, dict(full, **std.model.reference_params()), resolution=std.output)
     env = environment(ref, {"output": std.output, "accumulate": std.accumulate, "input": std.inputs[0]})
     return _Prepared(ref, env, full, tuple(output_shape(std.op, arrays, full)), arrays)

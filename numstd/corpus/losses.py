@@ -43,10 +43,10 @@ import numpy as np
 from ..core.formats import Format
 from . import with_causes
 from ._common import (
-    FP32_ONLY, at_sum16, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
+    ARITH16, FP32_ONLY, at_sum16, f64, finish, from_torch, narrow_out, registrar, row_sum, to_torch, torch_same_format,
     truncation_visible, Work,
 )
-from .softmax import Row, online
+from .softmax import Row, _xla16, online
 
 __all__ = ["VARIANTS"]
 
@@ -176,6 +176,28 @@ variant("cross_entropy", "stored16", "rounding", True,
         "log-probabilities stored, nll_loss's cascade of 16-bit partial sums and 16-bit row count: "
         "evidence for the stored16 standards only, on inputs where no stored partial sum overflows",
         lambda out, f, p: out.name in ("bfloat16", "float16"), _ce_cascade_finite, acc_formats=FP32_ONLY)(_ce_stored16)
+
+
+def _ce_xla(inputs, params, out, acc, seed):
+    """XLA CPU's 16-bit cross_entropy (jax 0.10.2, ``-take_along_axis(jax.nn.log_softmax(x), t)`` then
+    ``jnp.mean`` / ``jnp.sum``, compiled HLO): the 16-bit log_softmax (:func:`numstd.corpus.softmax._xla16`:
+    ``RN16(d − RN16(log RN16(s)))``, ``d = RN16(x − m)``, ``s`` an fp32 sum), the picked log-probabilities
+    negated (exact), then :func:`_xla_reduce` (an fp32 sum, the mean ``RN16(s·RN32(1/N))``)."""
+    o = Work(out)
+    x = np.asarray(f64(inputs[0]), dtype=np.float32)
+    t = np.asarray(inputs[1]).astype(np.int64)
+    with np.errstate(all="ignore"):
+        if not x.size:
+            return _xla_reduce(np.zeros(t.shape, np.float32), params, out)
+        lp = _xla16("log_softmax", x, o)
+        return _xla_reduce(-_picked(f64(lp), t), params, out)
+
+
+variant("cross_entropy", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit cross_entropy (jax 0.10.2): jax.nn.log_softmax in 16-bit steps (RN16(x − m), an fp32 "
+        "row sum stored in 16 bits, RN16(d − RN16(log s16))), the picked values negated, an fp32 reduce rounded "
+        "once (mean: RN16(s·RN32(1/N))); 16-bit arithmetic only",
+        lambda out, f, p: out.name in ("bfloat16", "float16"), acc_formats=ARITH16)(_ce_xla)
 
 
 def _ce_exact(inputs: list, params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -397,6 +419,49 @@ def _mse_stored16(inputs, w, params, out):
     return _reduce16(o.q(w.q(d * d)), params, w, out)
 
 
+def _xla_reduce(t: np.ndarray, params: Mapping[str, Any], out: Format) -> np.ndarray:
+    """XLA CPU's reduction of a 16-bit loss's fp32 terms ``t`` (``jnp.mean`` / ``jnp.sum``, jax 0.10.2,
+    read from the compiled HLO): an fp32 reduce (reduce-window blocks, then a reduce; numpy's fp32
+    pairwise sum here: the order only matters through the final rounding), the mean
+    ``RN16(s · RN32(1/K))``, the sum ``RN16(s)``; ``none`` the terms rounded once."""
+    f32 = np.float32
+    t = np.asarray(t, dtype=f32)
+    red = params.get("reduction", "mean")
+    if red == "none":
+        return finish(f64(t), out)
+    s = np.sum(t, dtype=f32) if t.size else f32(0)
+    if red == "mean":
+        s = f32(s) * f32(1.0 / t.size)
+    return finish(f64(f32(s)), out)
+
+
+def _xla_mse_terms(inputs: list, out: Format) -> np.ndarray:
+    """XLA CPU's 16-bit mse_loss terms (jax 0.10.2, ``d = a - b; d * d``, compiled HLO):
+    ``d16 = RN16(a − b)`` (fp32 subtract, rounded: bf16 ``convert``, fp16's f16 ``subtract``); bf16
+    squares ``d16²`` in fp32 (exact: 16 significant bits), fp16 ``RN16(d16²)`` (an f16 ``multiply``,
+    then converted to fp32 for the reduce)."""
+    f32 = np.float32
+    o = Work(out)
+    d = o.q(np.asarray(f64(inputs[0]), dtype=f32) - np.asarray(f64(inputs[1]), dtype=f32))
+    sq = d * d
+    return o.q(sq) if out.name == "float16" else sq
+
+
+def _xla_run(terms: Callable) -> Callable:
+    def run(inputs, params, out, acc, seed):
+        with np.errstate(all="ignore"):
+            y = _xla_reduce(terms(inputs, params, out), params, out)
+            return y.reshape(np.shape(inputs[0])) if y.ndim else y
+    return run
+
+
+variant("mse_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit mse_loss (jax 0.10.2, jnp d = a - b; mean(d * d)): d = RN16(a - b), bf16 squares "
+        "in fp32 (exact), fp16 RN16(d²), an fp32 reduce rounded once (mean: RN16(s·RN32(1/K))); "
+        "16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(
+    _xla_run(lambda inputs, params, out: _xla_mse_terms(inputs, out)))
+
+
 def _mse_exact(inputs: list, params: Mapping[str, Any]) -> np.ndarray:
     q = (f64(inputs[0]) - f64(inputs[1])) ** 2
     red = params.get("reduction", "mean")
@@ -582,6 +647,39 @@ def _hub_terms(op: str, inputs: list, w: Work, params: Mapping[str, Any], *, for
         if form != "scaled":
             lin = w.q(z - off)
     return quad if not branch else np.where(z < tc, quad, lin)
+
+
+def _xla_hub_terms(op: str, inputs: list, out: Format, params: Mapping[str, Any]) -> np.ndarray:
+    """XLA CPU's 16-bit huber / smooth_l1 terms (jax 0.10.2, :func:`numstd.backends.base.huber_terms` with jnp,
+    compiled HLO): every primitive rounded to the 16-bit type (bf16 upcast between the roundings XLA keeps,
+    fp16 kept in fp16), the Python constants rounded to it: ``d = RN16(a − b)``, ``z = |d|``, the quadratic
+    ``RN16(RN16(z·0.5)·z)`` (huber; smooth_l1 divides it by ``RN16(beta)``: bf16 ``RN16(q / t16)``, fp16 a multiply
+    by the stored reciprocal ``RN16(q·RN16(1/t16))``), the linear ``RN16(t16·RN16(z − RN16(t/2)))`` (huber) or
+    ``RN16(z − RN16(t/2))`` (smooth_l1), picked by ``z < t16``."""
+    o = Work(out)
+    f32 = np.float32
+    t = _thr(op, params)
+    d = o.q(np.asarray(f64(inputs[0]), dtype=f32) - np.asarray(f64(inputs[1]), dtype=f32))
+    z = np.abs(d)
+    if op == "smooth_l1_loss" and t == 0:
+        return z
+    tc, hc = o.c(t), o.c(0.5 * t)
+    quad = o.q(o.q(z * f32(0.5)) * z)
+    if op == "huber_loss":
+        lin = o.q(tc * o.q(z - hc))
+    else:
+        quad = o.q(quad * o.c(1.0 / float(tc))) if out.name == "float16" else o.q(quad / tc)
+        lin = o.q(z - hc)
+    return np.where(z < tc, quad, lin)
+
+
+for _op in _HUBER_OPS:
+    variant(_op, "xla-arith16", "library", True,
+            f"XLA CPU's 16-bit {_op} (jax 0.10.2): every primitive and constant of the term rounded to the 16-bit "
+            "type (fp16: the division by the threshold a multiply by its stored reciprocal), an fp32 reduce rounded "
+            "once (mean: RN16(s·RN32(1/K))); 16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(
+        _xla_run(lambda inputs, params, out, _op=_op: _xla_hub_terms(_op, inputs, out, params)))
+del _op
 
 
 def _hub_exact(op: str, inputs: list, params: Mapping[str, Any]) -> np.ndarray:
@@ -1104,6 +1202,30 @@ variant("nll_loss", "torch-cpu", "library", True, "torch.nn.functional.nll_loss 
         torch_same_format, acc_formats=FP32_ONLY)(_torch_nll)
 
 
+def _nll_xla(inputs, params, out, acc, seed):
+    """XLA CPU's 16-bit nll_loss (jax 0.10.2, ``nll_loss_of`` with jnp, compiled HLO): the picked ``-x[n, t_n]``
+    (exact), 0 for the ignored rows; ``jnp.sum`` an fp32 reduce rounded once, ``RN16(S)``; the mean that stored
+    sum divided by the kept-row count converted to the 16-bit type, ``RN16(RN16(S) / RN16(k))`` (an fp32
+    divide); none the exact losses."""
+    o = Work(out)
+    loss, keep = _nll_parts(inputs, Work(out), params)
+    red = params.get("reduction", "mean")
+    with np.errstate(all="ignore"):
+        if red == "none":
+            return finish(loss, out)
+        f32 = np.float32
+        s16 = o.q(np.sum(np.asarray(loss, dtype=f32), dtype=f32) if loss.size else f32(0))
+        if red == "sum":
+            return finish(s16, out)
+        k16 = o.q(f32(np.sum(keep)))
+        return finish(f64(f32(s16) / f32(k16)), out)
+
+
+variant("nll_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit nll_loss (jax 0.10.2): the picked -x[n, t_n], an fp32 reduce stored in 16 bits, the mean "
+        "RN16(RN16(S) / RN16(rows kept)); 16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(_nll_xla)
+
+
 def _some_ignored(inputs: list, params: Mapping[str, Any], out: Format) -> bool:
     return bool(np.any(np.asarray(inputs[1]) == params.get("ignore_index", -100)))
 
@@ -1218,6 +1340,13 @@ for _name, (_order, _kw) in {"sequential": ("sequential", {}), "pairwise": ("pai
     _hinge(_name, "accumulation-order", True, f"the terms in the accumulation format, summed {_name}, then RN(s / K)")(
         lambda inputs, w, params, out, _o=_order, _k=_kw: _mse_reduce(_hinge_terms(inputs, w, params), params, w, _o, **_k))
 del _name, _order, _kw
+
+
+variant("hinge_embedding_loss", "xla-arith16", "library", True,
+        "XLA CPU's 16-bit hinge_embedding_loss (jax 0.10.2, numstd.backends.base.hinge_terms with jnp): x where the "
+        "target is 1, max(RN16(RN16(margin) − x), 0) where it is −1, an fp32 reduce rounded once (mean: "
+        "RN16(s·RN32(1/K))); 16-bit arithmetic only", _stored16_only, acc_formats=ARITH16)(
+    _xla_run(lambda inputs, params, out: _hinge_terms(inputs, Work(out), params)))
 
 
 @_hinge("numpy", "library", True, "numpy on float32 arrays: np.where / np.maximum, np.mean / np.sum",

@@ -127,14 +127,14 @@ ENTRIES: tuple[OpInfo, ...] = (
         'ignore_index, no label smoothing): logits (N, C), target (N,) integers in [0, C); '
         "reduction 'mean' (sum / N), 'sum' or 'none' (the N losses)."
     ),
-          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "K", "N", "M", "s16", "a16", "h16"),
+          shape=_cross_entropy_shape, reference="loss:cross_entropy", corpus="losses", terms=("lse", "dev", "devmean", "R", "K", "N", "M", "s16", "a16", "h16"),
           integer_inputs=(1,)),
     entry("mse_loss", "loss", ("input", "target"), 0, {"reduction": "mean"}, (
         "l_i = (input_i - target_i)**2 (torch.nn.functional.mse_loss without the legacy size_average/"
         "reduce arguments and without weight): input and target of the same shape; reduction 'mean' "
         "(sum / numel), 'sum' or 'none' (the squared differences, input's shape)."
     ),
-          shape=_mse_loss_shape, reference="loss:mse_loss", corpus="losses", terms=("K", "s16", "a16", "g16", "e16"),
+          shape=_mse_loss_shape, reference="loss:mse_loss", corpus="losses", terms=("K", "s16", "a16", "g16", "e16", "spillmag"),
           calls={"torch": Call("torch.nn.functional.mse_loss", {"reduction": "reduction"})}),
     entry("huber_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "delta": 1.0}, (
         "l_i = 0.5 d_i**2 if |d_i| < delta else delta (|d_i| - 0.5 delta), d_i = input_i - target_i "
@@ -167,7 +167,7 @@ ENTRIES: tuple[OpInfo, ...] = (
         "log-probabilities, target (N,) integers in [0, C) or ignore_index (those rows count 0 and are left "
         "out of the mean); reduction 'mean' (sum / rows kept), 'sum' or 'none' (the N losses)."
     ),
-          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16", "e16"),
+          shape=_nll_loss_shape, reference="loss:nll_loss", corpus="losses", terms=("K", "mag", "s16", "a16", "h16", "e16", "spillmag"),
           integer_inputs=(1,), param_checks={"ignore_index": _index}),  # (torch: the backend's own call, target.long())
     entry("hinge_embedding_loss", "loss", ("input", "target"), 0, {"reduction": "mean", "margin": 1.0}, (
         "l_i = input_i where target_i = 1, max(0, margin - input_i) where target_i = -1 "

@@ -16,7 +16,9 @@ time (or one block of a longer row), so the reference of a batch of long rows (a
 2^17 classes) stays in bounded memory whatever the chunk, with the bits of the one-pass rows.
 
 aux: ``lse`` (``L_n``) and ``dev`` (``|d_n|``) reduced like the values (so they broadcast to them),
-``K = C`` and ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
+``K = C`` and ``devmean`` (softmax's ``sum_j y_j |d_j|`` of each row, reduced like the values: how far a 16-bit ``RN16(x − m)`` of
+every logit moves ``log s``, the arith16 standards), ``R`` the row losses an output adds (``N`` for sum, 1 for mean and
+none: the per-row constants of the arith16 model, summed), ``N``, the rows of the whole batch: a caller that computes the reference in chunks of
 rows (``check`` with ``reduction="none"``) passes the batch's row count as ``params[BATCH_KEY]``, so
 that a model term in ``N`` does not depend on the chunk size; ``s16``, ``a16``, ``h16``: nll_loss's 16-bit cascade over the row losses (see nll_loss below; the
 stored16 cross_entropy standards); ``M``, the number of row losses
@@ -146,7 +148,8 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     reduction = params["reduction"]
     if n == 0:
         z = np.zeros(0) if reduction == "none" else np.asarray(0.0)
-        return z, z, {"lse": z, "dev": z, "K": np.asarray(float(c)), "N": np.asarray(0.0), "M": np.asarray(0.0)}
+        return z, z, {"lse": z, "dev": z, "devmean": z, "R": np.asarray(0.0 if reduction == "sum" else 1.0),
+                      "K": np.asarray(float(c)), "N": np.asarray(0.0), "M": np.asarray(0.0)}
     st = row_stats(x)
     # d_t = fl(x_t - max): the element of softmax's d = fl(x - max) at the target
     d_t = np.asarray(np.take_along_axis(x, target[:, None], axis=-1), dtype=np.float64)[:, 0] - st.m[:, 0]
@@ -154,8 +157,9 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     losses = lse - d_t
     per_row = U * np.abs(losses) + U * np.abs(d_t) + lse_error(st)[:, 0]
     batch = float(params.get(BATCH_KEY, n))
-    aux = {"lse": lse, "dev": np.abs(d_t), "K": np.asarray(float(c)), "N": np.asarray(batch),
-           "M": np.asarray(1.0 if reduction == "none" else batch)}
+    devmean = st.devmean[:, 0]
+    aux = {"lse": lse, "dev": np.abs(d_t), "devmean": devmean, "K": np.asarray(float(c)), "N": np.asarray(batch),
+           "M": np.asarray(1.0 if reduction == "none" else batch), "R": np.asarray(float(n) if reduction == "sum" else 1.0)}
     if reduction == "none":
         z = np.zeros_like(losses)  # (no stored partial sum: one row's loss per output)
         return losses, per_row, {**aux, **stored16_aux(z, None), "h16": z}
@@ -165,14 +169,14 @@ def cross_entropy(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.n
     if not np.all(np.isfinite(losses)):  # IEEE propagation of inf/NaN logits
         total = np.sum(losses) if reduction == "sum" else np.mean(losses)
         red = np.sum if reduction == "sum" else np.mean
-        return np.asarray(total), np.asarray(np.inf), dict(aux, lse=red(lse), dev=red(np.abs(d_t)))
+        return np.asarray(total), np.asarray(np.inf), dict(aux, lse=red(lse), dev=red(np.abs(d_t)), devmean=red(devmean))
     hi, lo, depth = pairwise_sum(losses, -1)
     spread = DD_C * depth * U * U * np.sum(losses) + np.sum(per_row)
     if reduction == "sum":
-        return hi, np.abs(lo) + spread, dict(aux, lse=np.sum(lse), dev=np.sum(np.abs(d_t)))
+        return hi, np.abs(lo) + spread, dict(aux, lse=np.sum(lse), dev=np.sum(np.abs(d_t)), devmean=np.sum(devmean))
     qh, ql = dd_div_int(hi, lo, n)
     bound = np.abs(ql) + DIV_C * U * U * np.abs(qh) + spread / n
-    return qh, bound, dict(aux, lse=np.mean(lse), dev=np.mean(np.abs(d_t)))
+    return qh, bound, dict(aux, lse=np.mean(lse), dev=np.mean(np.abs(d_t)), devmean=np.mean(devmean))
 
 
 def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -190,7 +194,26 @@ def mse_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
                       round_to((d32 * d32).astype(np.float32), fmt),  # the fp32 square stored once
                       d16 * d16)  # only d stored, the square kept in fp32
     result = _reduce_terms(q, MSE_TERM_C, params["reduction"], s16)
-    return _with_shift(result, "e16", q, stored, params["reduction"])
+    return _with_spill(_with_shift(result, "e16", q, stored, params["reduction"]), q, params["reduction"])
+
+
+#: (1 + 2^-8)^3: a 16-bit kernel's rounded d (2 roundings: fp32, then 16 bits) and its square, each a
+#: relative 2^-8 at most (bf16; fp16's 2^-11 is below it)
+_SPILL16_C = (1.0 + 2.0**-8) ** 3
+
+
+def _with_spill(result: tuple, q: np.ndarray, reduction: str) -> tuple:
+    """``result`` with the aux ``spillmag`` (the arith16 standards' criterion ``intermediate_overflow``):
+    a bound on every squared difference a 16-bit kernel forms, ``_SPILL16_C·q_i``, per element for
+    ``"none"`` and its maximum for a mean or sum (the loss of a reduction is inf once one term is).
+    Where it reaches fp16's overflow threshold (``|d| > 256``), XLA's fp16 ``RN16(d²)`` may be inf
+    although the exact loss is finite."""
+    values, bound, aux = result
+    with np.errstate(over="ignore", invalid="ignore"):
+        spill = _SPILL16_C * np.asarray(q, dtype=np.float64)
+        if reduction != "none":
+            spill = np.asarray(float(np.max(spill)) if spill.size else 0.0)
+    return values, bound, {**aux, "spillmag": spill}
 
 
 def huber_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -449,7 +472,8 @@ def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
     reduction = params["reduction"]
     if reduction == "none":
         z = np.zeros_like(loss)  # (exact negations: nothing stored but the output)
-        return loss, z, {"K": np.asarray(1.0), "mag": np.abs(loss), **stored16_aux(z, None), "h16": z, "e16": z}
+        return loss, z, {"K": np.asarray(1.0), "mag": np.abs(loss), **stored16_aux(z, None), "h16": z, "e16": z,
+                         "spillmag": z}
     k = int(np.sum(keep))
     div = k if reduction == "mean" else 1
     mag = float(np.sum(np.abs(loss)))
@@ -458,7 +482,11 @@ def nll_loss(op: str, arrays: list, params: dict) -> tuple[np.ndarray, np.ndarra
         h16 = abs(float(np.sum(loss))) / div if reduction == "mean" and k > 256 else 0.0  # RN16(row count)
     aux = {"K": np.asarray(float(max(k, 1))), "mag": np.asarray(mag / div if div else 0.0),
            **stored16_aux(c16, div or 1), "h16": np.asarray(h16),
-           "e16": np.asarray(_nll_cascade_shift(loss, keep, reduction, _stored_format(params)))}
+           "e16": np.asarray(_nll_cascade_shift(loss, keep, reduction, _stored_format(params))),
+           # arith16 (XLA): the mean divides the sum stored in 16 bits, RN16(S); every partial sum of any order
+           # is at most Σ|loss_n| (plus fp32 slack), so RN16(S) may be inf only where that reaches the overflow
+           # threshold (criterion intermediate_overflow); the sum's stored S is its output (no spill)
+           "spillmag": np.asarray(_SPILL16_C * mag if reduction == "mean" else 0.0)}
     if loss.size == 0 or k == 0:
         return np.asarray(0.0), np.asarray(0.0), aux
     if not np.all(np.isfinite(loss)):
