@@ -140,3 +140,23 @@ def test_the_drift_allowance_does_not_depend_on_the_chunk():
         part = numstd.check(c, op="matmul", inputs=[a, b], chunk_size=size)
         assert part.criterion("row_bias").limit == whole.criterion("row_bias").limit
         assert part.criterion("row_bias").value == whole.criterion("row_bias").value
+
+
+@pytest.mark.parametrize("op,kw,offset", [("normalize", {"p": 1.0, "dim": 1}, 0.0), ("normalize", {"p": 2.0, "dim": 1}, 0.0),
+                                          ("mean", {"axis": -1}, 3.0), ("mean", {"axis": -1}, 0.0)])
+def test_a_truncated_output_still_fails_the_wider_bounds(op, kw, offset):
+    # the wider allowances moved elements out of the element-level bias sample (E_i <= bias_kappa ulp);
+    # the published versions raise bias_kappa by the ratio of the allowances, so truncation fails again.
+    # Truth: float64 normalisation / mean of the float32 inputs, rounded toward zero by nextafter.
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((256, 64) if op == "normalize" else (4096, 64)) + offset).astype(np.float32)
+    xd = x.astype(np.float64)
+    if op == "normalize":
+        r = xd / np.linalg.norm(xd, ord=kw["p"], axis=1, keepdims=True)
+    else:
+        r = xd.mean(axis=-1)
+    rn = r.astype(np.float32)
+    rtz = np.where(np.abs(rn.astype(np.float64)) > np.abs(r), np.nextafter(rn, np.float32(0)), rn).astype(np.float32)
+    assert numstd.check(rn, op=op, inputs=[x], **kw).passed
+    v = numstd.check(rtz, op=op, inputs=[x], **kw)
+    assert not v.passed and v.standard_id in ("NS-NORMALIZE-FP32@3", "NS-MEAN-FP32@3"), v.snippet()
