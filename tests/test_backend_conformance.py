@@ -42,6 +42,9 @@ KNOWN = {
         "NS-KLDIV-BF16": "stores every primitive of the bf16 term (conforms to NS-KLDIV-BF16-STORED16)",
         **{f"NS-NLLLOSS-{t}": "sums in a cascade of 16-bit partial sums (conforms to NS-NLLLOSS-*-STORED16)"
            for t in ("BF16", "FP16")},
+        **{f"NS-NLLLOSS-{t}-ARITH16": "sums in a cascade of 16-bit partial sums (conforms to NS-NLLLOSS-*-STORED16), "
+                                      "not XLA's fp32 reduce that the arith16 standard models (needs c = 1.64)"
+           for t in ("BF16", "FP16")},
         "NS-CROSSENTROPY-FP16": "fp16 log_softmax and nll_loss's fp16 cascade (conforms to NS-CROSSENTROPY-FP16-STORED16)",
         "NS-NLLLOSS-FP16-STORED16": "an fp16 partial sum above 65504 is inf (known_library_defects.toml, "
                                     "torch-cpu-nll-loss-fp16-overflow)",
