@@ -488,7 +488,7 @@ def _fit_row_tau(std: Any, legit: Sequence[tuple]) -> float | None:
         rb = res.row_bias
         if rb is None or rb.rows < 2:
             continue
-        noise, _ = row_bias_limit(0.0, std.criteria.row_bias_z, rb, rb.rel if rb.rel == rb.rel else std.criteria.row_bias_rel)
+        noise, _ = row_bias_limit(0.0, std.criteria.row_bias_z, rb, std.criteria.row_bias_rel)
         need = max(need, abs(rb.mean) - noise)
     return _ceil2(std.model.margin * need) if need > 0 else 0.0
 

@@ -663,17 +663,25 @@ def xla_cel16(a: np.ndarray, b: np.ndarray, t: np.ndarray, margin: float, reduct
     return _xla_reduce(loss, reduction, w, last)
 
 
-def _ce_xla(mode: str) -> Callable:
-    def run(inputs, params, out, acc, seed):
-        w = Work(acc)
-        a, b = (w.load(np.atleast_2d(f64(x))) for x in inputs[:2])
-        with np.errstate(all="ignore"):
-            y = xla_cel16(a, b, f64(inputs[2]), params.get("margin", 0.0), params.get("reduction", "mean"), w,
-                          Work(acc, mode))
-        y = f64(y)
-        return finish(y.reshape(()) if np.ndim(inputs[0]) == 1 and y.size == 1 else y, out)
+def _xla_loss(n: int, loss: Callable) -> Callable:
+    """``mode`` -> a corpus run of XLA's 16-bit loss ``loss(rows, inputs, params, w, last)`` on the first ``n``
+    inputs loaded as 2-D rows, its last rounding in ``mode`` (``"rtz"``: the xla-truncation bug); a scalar
+    loss of 1-D inputs keeps its 0-D shape."""
+    def of_mode(mode: str) -> Callable:
+        def run(inputs, params, out, acc, seed):
+            w = Work(acc)
+            rows = [w.load(np.atleast_2d(f64(x))) for x in inputs[:n]]
+            with np.errstate(all="ignore"):
+                y = f64(loss(rows, inputs, params, w, Work(acc, mode)))
+            return finish(y.reshape(()) if np.ndim(inputs[0]) == 1 and y.size == 1 else y, out)
 
-    return run
+        return run
+
+    return of_mode
+
+
+_ce_xla = _xla_loss(2, lambda rows, inputs, params, w, last: xla_cel16(
+    *rows, f64(inputs[2]), params.get("margin", 0.0), params.get("reduction", "mean"), w, last))
 
 
 variant("cosine_embedding_loss", "xla-arith16", "library", True,
@@ -725,18 +733,9 @@ def xla_triplet16(a: np.ndarray, pos: np.ndarray, neg: np.ndarray, margin: float
     return _xla_reduce(loss, reduction, w, last)
 
 
-def _tr_xla(mode: str) -> Callable:
-    def run(inputs, params, out, acc, seed):
-        w = Work(acc)
-        a, pos, neg = (w.load(np.atleast_2d(f64(x))) for x in inputs[:3])
-        with np.errstate(all="ignore"):
-            y = xla_triplet16(a, pos, neg, params.get("margin", 1.0), params.get("p", 2.0), params.get("eps", 1e-6),
-                              bool(params.get("swap", False)), params.get("reduction", "mean"), w, size=np.size(inputs[0]),
-                              last=Work(acc, mode))
-        y = f64(y)
-        return finish(y.reshape(()) if np.ndim(inputs[0]) == 1 and y.size == 1 else y, out)
-
-    return run
+_tr_xla = _xla_loss(3, lambda rows, inputs, params, w, last: xla_triplet16(
+    *rows, params.get("margin", 1.0), params.get("p", 2.0), params.get("eps", 1e-6), bool(params.get("swap", False)),
+    params.get("reduction", "mean"), w, size=np.size(inputs[0]), last=last))
 
 
 variant("triplet_margin_loss", "xla-arith16", "library", True,

@@ -72,6 +72,7 @@ The criteria of a standard (DESIGN.md "Criteria"):
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from dataclasses import dataclass, field
@@ -290,14 +291,25 @@ def row_bias_rel(std: Any, ref: Any) -> float:
     round-to-nearest sum of one-signed terms drifts negative as it grows, measured by
     ``benchmarks/seq_sum_drift.py`` (docs/methodology.md §2.4)."""
     rel = float(std.criteria.row_bias_rel)
-    text = getattr(std.criteria, "row_bias_drift", "")
-    if text:
-        from ..models.formula import Formula
-
+    if std.criteria.row_bias_drift:
         k = (getattr(ref, "aux", None) or {}).get("K")
         kmax = float(np.max(k)) if k is not None and np.size(k) else 1.0
-        rel += float(Formula.parse(text, {"K"}, "row_bias_drift").evaluate({"K": kmax}))
+        rel += float(_drift_formula(std.criteria.row_bias_drift).evaluate({"K": kmax}))
     return rel
+
+
+@functools.lru_cache(maxsize=None)
+def _drift_formula(text: str) -> Any:
+    """``row_bias_drift`` parsed once per text (the registry checked it when it loaded the standard)."""
+    from ..models.formula import Formula
+
+    return Formula.parse(text, {"K"}, "row_bias_drift")
+
+
+def _allowed_rel(rb: "RowBias", rel: float) -> float:
+    """The shared relative error the row-bias test allows: the groups' own (``row_bias_rel`` with the
+    drift at their K, :func:`row_bias_rel`) where they carry one, else the standard's ``rel``."""
+    return rel if math.isnan(rb.rel) else rb.rel
 
 
 def row_groups(op: str, params: Mapping[str, Any], shape: tuple) -> tuple[int, int]:
@@ -389,7 +401,8 @@ def bias_rows_z(c: Any, rows: int) -> float:
 
 def row_bias_limit(tau: float, z: float, rb: RowBias, rel: float = 0.0) -> tuple[float, float]:
     """``(limit, z_R)`` of the ``row_bias`` test: ``τ + rel·D + z_R·s/√R`` (``D`` = ``rb.unit``, only
-    when ``rel`` is nonzero), with ``z_R`` the Student-t
+    when ``rel`` is nonzero; ``rel`` is ``rb.rel`` where the groups carry one, with ``row_bias_drift``),
+    with ``z_R`` the Student-t
     critical value with ``R − 1`` degrees of freedom at the two-sided tail probability
     ``erfc(z/√2)`` of ``z`` standard normal deviations (``s`` is estimated from the ``R`` groups
     themselves, so a small ``R`` widens the limit instead of rejecting for noise)."""
@@ -397,6 +410,7 @@ def row_bias_limit(tau: float, z: float, rb: RowBias, rel: float = 0.0) -> tuple
 
     p = math.erfc(z / math.sqrt(2.0))
     zr = float(-stdtrit(rb.rows - 1, p / 2.0))
+    rel = _allowed_rel(rb, rel)
     drift = rel * rb.unit if rel else 0.0
     return tau + drift + zr * rb.sd / math.sqrt(rb.rows), zr
 
@@ -1296,8 +1310,8 @@ def _row_bias_result(c: Any, rb: "RowBias | None") -> CriterionResult:
         return CriterionResult("row_bias", True, 0.0, math.inf,
                                f"not tested at the row level: {n} group(s) with a finite nonzero reference "
                                "(the across-group spread needs at least 2)")
-    r = rb.rel if rb.rel == rb.rel else c.row_bias_rel  # (with row_bias_drift: the drift at this K added)
-    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb, r)
+    limit, zr = row_bias_limit(c.row_bias_tau, c.row_bias_z, rb, c.row_bias_rel)
+    r = _allowed_rel(rb, c.row_bias_rel)  # (with row_bias_drift: the drift at this K added)
     what = f"rows of {rb.length:,}" if rb.length > 1 else "outputs (one reduction each)"
     rel = (f" + {r:.3g}·{rb.unit:.3g}, a shared relative error of {r:.3g} u_acc" if r else "")
     return CriterionResult(
